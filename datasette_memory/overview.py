@@ -1,0 +1,33 @@
+"""A summary of a whole memory file: its projects, their sizes and the ledger."""
+
+from .ledger import verify_chain
+
+
+def overview(conn) -> dict:
+    """
+    Every project with its counts and latest checkpoint, and the chain status.
+
+    :param conn: an open connection to a memory file
+    """
+    projects = {}
+    for table, sql in (
+        ("entities", "SELECT project, count(*) FROM entities GROUP BY project"),
+        (
+            "observations",
+            "SELECT e.project, count(*) FROM observations o JOIN entities e ON e.id = o.entity_id GROUP BY e.project",
+        ),
+        ("relations", "SELECT project, count(*) FROM relations GROUP BY project"),
+        ("events", "SELECT project, count(*) FROM events GROUP BY project"),
+    ):
+        for project, count in conn.execute(sql):
+            projects.setdefault(project, dict.fromkeys(("entities", "observations", "relations", "events"), 0))
+            projects[project][table] = count
+    checkpoints = conn.execute(
+        "SELECT project, ts, summary FROM checkpoints WHERE id IN (SELECT max(id) FROM checkpoints GROUP BY project)"
+    ).fetchall()
+    for project, ts, summary in checkpoints:
+        projects.setdefault(project, {})["latest_checkpoint"] = {"ts": ts, "summary": summary}
+    return {
+        "projects": [{"project": name, **counts} for name, counts in sorted(projects.items())],
+        "chain": verify_chain(conn).to_dict(),
+    }

@@ -1,0 +1,1 @@
+"""The MCP server: thin tool definitions that call datasette_memory's core API."""

@@ -1,0 +1,88 @@
+import asyncio
+import multiprocessing
+
+import pytest
+from datasette.app import Datasette
+
+from datasette_memory import Memory
+from datasette_memory.plugin.connection import write_memory
+
+from .test_concurrency import write_many
+
+
+@pytest.fixture
+def datasette(db_path):
+    Memory.open(db_path).close()
+    return Datasette([str(db_path)])
+
+
+async def test_plugin_is_installed(datasette):
+    response = await datasette.client.get("/-/plugins.json")
+    assert response.status_code == 200
+    plugin = next(p for p in response.json() if p["name"] == "datasette-memory")
+    assert {"startup", "prepare_connection", "register_routes"} <= set(plugin["hooks"])
+
+
+async def test_startup_migrates_a_served_file(tmp_path):
+    path = tmp_path / "memory.db"
+    import sqlite3
+
+    sqlite3.connect(path).execute("CREATE TABLE unrelated (id INTEGER)").connection.close()
+    datasette = Datasette([str(path)])
+    await datasette.invoke_startup()
+    tables = await datasette.get_database("memory").table_names()
+    assert {"entities", "observations", "relations", "events", "checkpoints"} <= set(tables)
+
+
+async def test_overview_page_and_json(datasette, db_path):
+    memory = Memory.open(db_path, project="billing", actor="agent")
+    memory.create_entities([{"name": "invoices", "entityType": "service", "observations": ["<b>not html</b>"]}])
+    memory.checkpoint("set up billing")
+    response = await datasette.client.get("/-/memory.json")
+    data = response.json()
+    assert data["chain"]["ok"] is True
+    assert data["projects"] == [
+        {
+            "project": "billing",
+            "entities": 1,
+            "observations": 1,
+            "relations": 0,
+            "events": 2,
+            "latest_checkpoint": {"ts": data["projects"][0]["latest_checkpoint"]["ts"], "summary": "set up billing"},
+        }
+    ]
+    html = (await datasette.client.get("/-/memory")).text
+    assert "ledger intact: 2 events" in html
+    assert "set up billing" in html
+    assert 'href="/memory/entities?project=billing"' in html
+
+
+async def test_overview_respects_view_permission(db_path):
+    Memory.open(db_path).close()
+    datasette = Datasette([str(db_path)], config={"databases": {"memory": {"allow": {"id": "alice"}}}})
+    assert (await datasette.client.get("/-/memory.json")).status_code == 403
+    assert (await datasette.client.get("/-/memory.json", actor={"id": "alice"})).status_code == 200
+
+
+async def test_datasette_writes_alongside_other_processes(datasette, db_path):
+    "Datasette's write thread and four agent processes share one file without losing a write."
+    context = multiprocessing.get_context("spawn")
+    barrier = context.Barrier(5)
+    errors = context.Queue()
+    workers = [context.Process(target=write_many, args=(str(db_path), w, barrier, errors)) for w in range(4)]
+    for worker in workers:
+        worker.start()
+
+    def create(i):
+        return lambda memory: memory.create_entities([{"name": f"ds-{i}", "entityType": "t", "observations": []}])
+
+    await asyncio.get_running_loop().run_in_executor(None, barrier.wait)
+    for i in range(250):
+        await write_memory(datasette, create(i), project="default", actor="datasette")
+    for worker in workers:
+        worker.join(timeout=300)
+    assert errors.empty()
+    memory = Memory.open(db_path)
+    assert len(memory.read_graph()["entities"]) == 250 + 4 * 125
+    status = memory.verify_chain()
+    assert status.ok and status.events == 250 + 4 * 250
