@@ -74,8 +74,8 @@ def main():
             assert memory.verify_chain().events == n
             rows.append((label, n / ours, n / floor, ours / floor))
     print(f"{n} entities, each with one observation (mutations/s; a mutation is one entity and its ledger event)")
-    print(f"| writes | datasette-memory | raw sqlite3 | ratio |")
-    print(f"|---|---:|---:|---:|")
+    print("| writes | datasette-memory | raw sqlite3 | ratio |")
+    print("|---|---:|---:|---:|")
     for label, ours, floor, ratio in rows:
         print(f"| {label} | {ours:,.0f}/s | {floor:,.0f}/s | {ratio:.1f}x slower |")
 

@@ -101,6 +101,25 @@ def create_entities(conn, caller: Caller, project: str, entities) -> list:
     return created
 
 
+def merge_entities(conn, caller: Caller, project: str, entities) -> dict:
+    """
+    Create new entities and add the observations existing ones lack: an import
+    that changes nothing the second time.
+
+    :return: counts of ``entities`` created and ``observations`` added
+    """
+    counts = {"entities": 0, "observations": 0}
+    for entity in check_list(entities, "entities"):
+        created = create_entities(conn, caller, project, [entity])
+        if created:
+            counts["entities"] += 1
+            counts["observations"] += len(created[0]["observations"])
+        elif entity["observations"]:
+            items = [{"entityName": entity["name"], "contents": entity["observations"]}]
+            counts["observations"] += len(add_observations(conn, caller, project, items)[0]["addedObservations"])
+    return counts
+
+
 def create_relations(conn, caller: Caller, project: str, relations) -> list:
     """
     Create relations not already stored; endpoints need not exist (as upstream).
@@ -151,7 +170,7 @@ def add_observations(conn, caller: Caller, project: str, observations) -> list:
 def delete_entities(conn, caller: Caller, project: str, entity_names):
     "Delete entities, their observations and every relation touching them; missing names are ignored."
     for name in parse_names(entity_names, "entityNames"):
-        entities = entities_where(conn, project, "name = ?", [name])
+        entities = entities_where(conn, "project = ? AND name = ?", [project, name])
         if not entities:
             continue
         for relation in relations_touching(conn, project, [name]):
@@ -187,17 +206,16 @@ def delete_relation(conn, caller: Caller, project: str, relation: dict):
         append_event(conn, caller, project, "delete_relation", relation_target(relation), old=relation)
 
 
-def entities_where(conn, project: str, where: str = "1", params=()) -> list:
-    "Entities of ``project`` matching ``where``, in creation order, with observations."
+def entities_where(conn, where: str, params) -> list:
+    "Entities matching ``where`` (which scopes the project), in creation order, with observations."
     rows = conn.execute(
-        f"SELECT id, name, entity_type FROM entities WHERE project = ? AND ({where}) ORDER BY id",
-        [project, *params],
+        f"SELECT id, name, entity_type FROM entities WHERE {where} ORDER BY id", params
     ).fetchall()
     observations = {id: [] for id, _, _ in rows}
     if rows:
         for id, content in conn.execute(
             "SELECT entity_id, content FROM observations WHERE entity_id IN "
-            f"(SELECT value FROM json_each(?)) ORDER BY id",
+            "(SELECT value FROM json_each(?)) ORDER BY id",
             [json.dumps(list(observations))],
         ):
             observations[id].append(content)
@@ -225,7 +243,7 @@ def read_graph(conn, project: str) -> dict:
         [project],
     ).fetchall()
     return {
-        "entities": entities_where(conn, project),
+        "entities": entities_where(conn, "project = ?", [project]),
         "relations": [dict(zip(RELATION_FIELDS, row)) for row in relations],
     }
 
@@ -234,7 +252,7 @@ def open_nodes(conn, project: str, names) -> dict:
     "The named entities of ``project`` and the relations touching them."
     names = parse_names(names, "names")
     entities = entities_where(
-        conn, project, "name IN (SELECT value FROM json_each(?))", [json.dumps(names)]
+        conn, "project = ? AND name IN (SELECT value FROM json_each(?))", [project, json.dumps(names)]
     )
     return {
         "entities": entities,
@@ -244,18 +262,32 @@ def open_nodes(conn, project: str, names) -> dict:
 
 def search_nodes(conn, project: str, query) -> dict:
     """
-    Plain search: entities whose name, type or any observation contains the
-    whole query, case-insensitively (ASCII case folding), in creation order.
+    The official server's search: entities whose name, type or any observation
+    contains the whole query, case-insensitively, in creation order, with every
+    relation touching them. A trigram index finds the candidates for queries of
+    three or more characters; each is then checked exactly.
     """
     needle = check_text(query, "query", max_bytes=4096).lower()
-    entities = entities_where(
-        conn,
-        project,
-        "instr(lower(name), ?) OR instr(lower(entity_type), ?) OR EXISTS "
-        "(SELECT 1 FROM observations o WHERE o.entity_id = entities.id AND instr(lower(o.content), ?))",
-        [needle] * 3,
-    )
+    if len(needle) >= 3:
+        phrase = '"' + needle.replace('"', '""') + '"'
+        # "+project": look the few hits up by id rather than scan the project
+        candidates = entities_where(
+            conn,
+            "id IN (SELECT rowid FROM entities_trigram WHERE entities_trigram MATCH ? UNION "
+            "SELECT entity_id FROM observations WHERE id IN "
+            "(SELECT rowid FROM observations_trigram WHERE observations_trigram MATCH ?)) AND +project = ?",
+            [phrase, phrase, project],
+        )
+    else:
+        candidates = entities_where(conn, "project = ?", [project])
+    entities = [e for e in candidates if contains(e, needle)]
     return {
         "entities": entities,
         "relations": relations_touching(conn, project, [e["name"] for e in entities]),
     }
+
+
+def contains(entity: dict, needle: str) -> bool:
+    "Whether ``needle`` (lower-cased) is inside the entity's name, type or an observation."
+    texts = [entity["name"], entity["entityType"], *entity["observations"]]
+    return any(needle in text.lower() for text in texts)

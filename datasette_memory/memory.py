@@ -15,16 +15,18 @@ Example::
 
 import sqlite3
 
-from . import graph, ledger
+from . import graph, ledger, search, vectors
 from .database import connect, immediate
 from .errors import InvalidInput
+from .governed import GovernedTier
 from .ledger import Caller
+from .secrets import refuse_secrets
 from .validation import MAX_SUMMARY_BYTES, check_limit, check_name, check_project, check_text
 
 DEFAULT_PROJECT = "default"
 
 
-class Memory:
+class Memory(GovernedTier):
     """
     One project of one memory file, as seen by one caller.
 
@@ -32,12 +34,21 @@ class Memory:
     :param project: the project every call is scoped to
     :param actor: who is calling, recorded in the ledger
     :param session: the caller's session id, recorded in the ledger
+    :param allow_secrets: store text that looks like a credential instead of refusing it
     """
 
-    def __init__(self, conn: sqlite3.Connection, project: str = DEFAULT_PROJECT, actor: str = "local", session: str | None = None):
+    def __init__(
+        self,
+        conn: sqlite3.Connection,
+        project: str = DEFAULT_PROJECT,
+        actor: str = "local",
+        session: str | None = None,
+        allow_secrets: bool = False,
+    ):
         self.conn = conn
         self.project = check_project(project)
         self.caller = Caller(check_name(actor, "actor"), session)
+        self.allow_secrets = allow_secrets
 
     @classmethod
     def open(cls, path, **kwargs) -> "Memory":
@@ -45,16 +56,23 @@ class Memory:
         Open (creating and migrating if needed) the memory file at ``path``.
 
         :param path: the memory file
-        :param kwargs: ``project``, ``actor`` and ``session``
+        :param kwargs: ``project``, ``actor``, ``session`` and ``allow_secrets``
         """
         return cls(connect(path), **kwargs)
 
     def close(self):
         self.conn.close()
 
-    def _write(self, function, *args):
+    def _write(self, function, *args, stored_as: str | None = None):
+        "Run ``function`` in one transaction; ``stored_as`` names an argument whose text is kept."
+        if stored_as and not self.allow_secrets:
+            for arg in args:
+                refuse_secrets(arg, stored_as)
+        since = vectors.ledger_head(self.conn)  # None unless the optional semantic arm is on
         with immediate(self.conn):
-            return function(self.conn, self.caller, self.project, *args)
+            result = function(self.conn, self.caller, self.project, *args)
+        vectors.embed_changes(self.conn, since)  # after commit: re-embed what the write's events name
+        return result
 
     # The knowledge graph: the official memory server's operations
 
@@ -65,7 +83,7 @@ class Memory:
         :param entities: ``[{name, entityType, observations}]``
         :return: the entities actually created
         """
-        return self._write(graph.create_entities, entities)
+        return self._write(graph.create_entities, entities, stored_as="entities")
 
     def create_relations(self, relations: list) -> list:
         """
@@ -74,7 +92,7 @@ class Memory:
         :param relations: ``[{from, to, relationType}]``
         :return: the relations actually created
         """
-        return self._write(graph.create_relations, relations)
+        return self._write(graph.create_relations, relations, stored_as="relations")
 
     def add_observations(self, observations: list) -> list:
         """
@@ -84,7 +102,7 @@ class Memory:
         :raises NotFound: if an entity is missing; nothing is added
         :return: ``[{entityName, addedObservations}]``
         """
-        return self._write(graph.add_observations, observations)
+        return self._write(graph.add_observations, observations, stored_as="observations")
 
     def delete_entities(self, entity_names: list):
         """
@@ -110,6 +128,23 @@ class Memory:
         """
         self._write(graph.delete_relations, relations)
 
+    def import_graph(self, entities: list, relations: list) -> dict:
+        """
+        Merge entities and relations in one transaction: new entities are
+        created, existing ones gain the observations they lack.
+
+        :param entities: ``[{name, entityType, observations}]``
+        :param relations: ``[{from, to, relationType}]``
+        :return: counts of ``entities``, ``observations`` and ``relations`` added
+        """
+
+        def merge(conn, caller, project, entities, relations):
+            counts = graph.merge_entities(conn, caller, project, entities)
+            counts["relations"] = len(graph.create_relations(conn, caller, project, relations))
+            return counts
+
+        return self._write(merge, entities, relations, stored_as="items")
+
     def read_graph(self) -> dict:
         "The project's whole graph: ``{entities, relations}``."
         return graph.read_graph(self.conn, self.project)
@@ -124,12 +159,24 @@ class Memory:
 
     def search_nodes(self, query: str) -> dict:
         """
-        Entities whose name, type or an observation contains ``query``, with
-        every relation touching them.
+        Entities whose name, type or an observation contains ``query``, best
+        first, with every relation touching them; if none does, the best matches
+        for ``query`` as a natural-language question, or nothing.
 
         :param query: text to look for; empty matches everything
         """
-        return graph.search_nodes(self.conn, self.project, query)
+        return search.search_nodes(self.conn, self.project, query)
+
+    def search_memory(self, query: str, limit: int = search.DEFAULT_LIMIT, budget: int = search.DEFAULT_BUDGET, expand: bool = False) -> dict:
+        """
+        Ranked search with reasons and an accounting block.
+
+        :param query: a natural question, keywords, or an FTS5 expression
+        :param limit: most matches to return, 1 to 50
+        :param budget: most bytes of results, 200 to 200,000
+        :param expand: also return one-hop neighbours, ranked below every match
+        """
+        return search.search_memory(self.conn, self.project, query, limit, budget, expand)
 
     # The ledger
 
@@ -142,9 +189,12 @@ class Memory:
         """
         content = check_text(content, "content")
         kind = check_name(kind, "kind", max_chars=64)
-        return ledger.event_dict(
-            self._write(lambda conn, caller, project: ledger.append_event(conn, caller, project, kind, project, new=content))
+        event = self._write(
+            lambda conn, caller, project, content: ledger.append_event(conn, caller, project, kind, project, new=content),
+            content,
+            stored_as="content",
         )
+        return ledger.event_dict(event)
 
     def checkpoint(self, summary: str) -> dict:
         """
@@ -155,7 +205,7 @@ class Memory:
         summary = check_text(summary, "summary", max_bytes=MAX_SUMMARY_BYTES)
         if not summary.strip():
             raise InvalidInput("summary: must not be empty; say what was done and what comes next")
-        return self._write(ledger.add_checkpoint, summary)
+        return self._write(ledger.add_checkpoint, summary, stored_as="summary")
 
     def resume_context(self, max_events: int = 50) -> dict:
         """

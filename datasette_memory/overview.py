@@ -31,3 +31,8 @@ def overview(conn) -> dict:
         "projects": [{"project": name, **counts} for name, counts in sorted(projects.items())],
         "chain": verify_chain(conn).to_dict(),
     }
+
+
+def project_names(conn) -> list:
+    "Every project that has stored anything, by name."
+    return [row[0] for row in conn.execute("SELECT DISTINCT project FROM events ORDER BY project")]

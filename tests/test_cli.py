@@ -6,6 +6,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 
 import pytest
@@ -100,13 +101,59 @@ def test_serve_creates_default_file_and_lists_plugin(tmp_path):
         server.wait(timeout=10)
 
 
-def fetch(url, timeout=20):
+def test_serve_grants_approvers_and_tokens_outlive_restarts(db_path):
+    "create-token's tokens work on serve; --approver lets that signed-in person govern, never a token."
+    from datasette.app import Datasette
+
+    from datasette_memory.cli import token_secret
+
+    token = run("create-token", "alice", "--db", str(db_path)).output.strip()
+    cookie = Datasette(secret=token_secret(db_path.resolve())).sign({"a": {"id": "alice"}}, "actor")
+    port = free_port()
+    server = subprocess.Popen(
+        [sys.executable, "-m", "datasette_memory", "serve", "--db", str(db_path), "--port", str(port), "--approver", "alice"],
+        stderr=subprocess.DEVNULL,
+    )
+    fact = json.dumps({"subject": "auth", "predicate": "port", "object": "8443", "rationale": "checked"}).encode()
+    url = f"http://127.0.0.1:{port}/-/memory/facts"
+    try:
+        fetch(f"http://127.0.0.1:{port}/-/memory.json")
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            fetch(url, data=fact, headers={"Authorization": f"Bearer {token}"})
+        assert refused.value.code == 403
+        created = json.loads(fetch(url, data=fact, headers={"Cookie": f"ds_actor={cookie}"}))
+        assert created["ok"] and created["fact"]["object"] == "8443"
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+
+
+def fetch(url, timeout=20, data=None, headers=None):
     deadline = time.monotonic() + timeout
     while True:
         try:
-            with urllib.request.urlopen(url) as response:
+            request = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json", **(headers or {})})
+            with urllib.request.urlopen(request) as response:
                 return response.read()
+        except urllib.error.HTTPError:
+            raise
         except OSError:
             if time.monotonic() > deadline:
                 raise
             time.sleep(0.1)
+
+
+def test_verify_finds_a_fact_written_outside_the_core(db_path):
+    Memory.open(db_path).close()
+    conn = sqlite3.connect(db_path)
+    conn.execute(
+        "INSERT INTO facts (project, subject, predicate, object, subject_key, predicate_key, object_key, "
+        "valid_from, recorded_at, recorded_by, rationale) VALUES ('default', 'auth', 'port', '1', 'auth', 'port', '1', "
+        "'2026-01-01T00:00:00+00:00', '2026-01-01T00:00:00+00:00', 'mallory', 'forged')"
+    )
+    conn.commit()
+    conn.close()
+    result = run("verify", "--db", str(db_path))
+    assert result.exit_code == 1
+    assert "ledger intact: 0 events" in result.output
+    assert "fact 1 has no record_fact event in its project: it was written outside the core" in result.output

@@ -18,7 +18,7 @@ def write_many(path, worker, barrier, errors):
             else:
                 memory.add_observations([{"entityName": f"w{worker}-{i - 1}", "contents": [f"obs {i}"]}])
         memory.close()
-    except BaseException as e:  # reported to the parent, which fails the test
+    except BaseException:  # reported to the parent, which fails the test
         import traceback
 
         errors.put(f"worker {worker}: {traceback.format_exc()}")

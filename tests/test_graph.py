@@ -1,3 +1,4 @@
+import re
 import sqlite3
 
 import pytest
@@ -165,3 +166,42 @@ def test_ledger_is_append_only(memory):
         with pytest.raises(sqlite3.IntegrityError, match="append-only"):
             memory.conn.execute(statement)
     assert memory.conn.execute("SELECT actor FROM events").fetchall() == [("tester",)]
+
+
+SECRETS = [
+    ("-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n-----END OPENSSH PRIVATE KEY-----", "private key block"),
+    ("aws key AKIAIOSFODNN7EXAMPLE in config", "AWS access key id"),
+    ("token ghp_" + "a1B2" * 9, "GitHub token"),
+    ("export OPENAI_API_KEY=sk-proj-" + "x" * 40, "OpenAI API key"),
+    ("xoxb-123456789012-abcdefghijkl", "Slack token"),
+]
+
+
+@pytest.mark.parametrize("text,kind", SECRETS)
+def test_secrets_are_refused_everywhere_text_is_kept(memory, text, kind):
+    memory.create_entities([entity("a")])
+    calls = [
+        lambda: memory.create_entities([entity("b", observations=["fine", text])]),
+        lambda: memory.add_observations([{"entityName": "a", "contents": [text]}]),
+        lambda: memory.create_relations([{"from": "a", "to": text, "relationType": "r"}]),
+        lambda: memory.append_event(text),
+        lambda: memory.checkpoint(text),
+    ]
+    for call in calls:
+        with pytest.raises(InvalidInput, match=re.escape(f"looks like a credential ({kind}); memory does not store credentials")):
+            call()
+    assert events(memory) == [("create_entity", "a")]
+
+
+def test_secrets_allowed_by_explicit_flag_and_deletable(db_path):
+    memory = Memory.open(db_path, allow_secrets=True)
+    memory.create_entities([entity("a", observations=[SECRETS[1][0]])])
+    strict = Memory(memory.conn)
+    strict.delete_observations([{"entityName": "a", "observations": [SECRETS[1][0]]}])
+    assert strict.open_nodes(["a"])["entities"][0]["observations"] == []
+
+
+def test_ordinary_text_is_not_mistaken_for_a_secret(memory):
+    ordinary = ["sk-8 is our ticket prefix", "the AKIA prefix marks AWS keys", "ghp_ tokens are GitHub's", "-----BEGIN CERTIFICATE-----"]
+    memory.create_entities([entity("notes", observations=ordinary)])
+    assert memory.open_nodes(["notes"])["entities"][0]["observations"] == ordinary

@@ -5,7 +5,7 @@ import pytest
 from datasette.app import Datasette
 
 from datasette_memory import Memory
-from datasette_memory.plugin.connection import write_memory
+from datasette_memory.plugin.connection import call_memory
 
 from .test_concurrency import write_many
 
@@ -78,7 +78,7 @@ async def test_datasette_writes_alongside_other_processes(datasette, db_path):
 
     await asyncio.get_running_loop().run_in_executor(None, barrier.wait)
     for i in range(250):
-        await write_memory(datasette, create(i), project="default", actor="datasette")
+        await call_memory(datasette, create(i), write=True, actor="datasette")
     for worker in workers:
         worker.join(timeout=300)
     assert errors.empty()
@@ -86,3 +86,63 @@ async def test_datasette_writes_alongside_other_processes(datasette, db_path):
     assert len(memory.read_graph()["entities"]) == 250 + 4 * 125
     status = memory.verify_chain()
     assert status.ok and status.events == 250 + 4 * 250
+
+
+@pytest.fixture
+def searchable(db_path):
+    memory = Memory.open(db_path, project="payments")
+    memory.create_entities(
+        [
+            {"name": "auth-gateway", "entityType": "service", "observations": ["listens on port 8443", "<script>alert(1)</script> port"]},
+            {"name": "Dana", "entityType": "person", "observations": ["Dana maintains auth"]},
+        ]
+    )
+    memory.create_relations([{"from": "Dana", "to": "auth-gateway", "relationType": "maintains"}])
+    return Datasette([str(db_path)])
+
+
+async def test_search_json(searchable):
+    response = await searchable.client.get("/-/memory/search.json?q=Which+port+does+auth+listen+on%3F&project=payments&expand=1")
+    data = response.json()
+    assert data["ok"] and data["mode"] == "natural"
+    assert [(r["entity"]["name"], r["why"]) for r in data["results"]] == [
+        ("auth-gateway", "match"),
+        ("Dana", "neighbour: Dana maintains auth-gateway"),
+    ]
+    assert data["accounting"]["returned"] == 2
+    assert (await searchable.client.get("/-/memory/search.json?q=port")).json()["results"] == []  # default project
+
+
+@pytest.mark.parametrize(
+    "query,field",
+    [("q=auth&limit=x", "limit"), ("q=auth&limit=0", "limit"), ("q=auth&budget=5", "budget")],
+)
+async def test_search_json_bad_arguments(searchable, query, field):
+    response = await searchable.client.get(f"/-/memory/search.json?{query}")
+    assert response.status_code == 400
+    assert response.json()["field"] == field
+
+
+async def test_search_needs_view_permission(db_path):
+    Memory.open(db_path).close()
+    datasette = Datasette([str(db_path)], config={"databases": {"memory": {"allow": {"id": "alice"}}}})
+    assert (await datasette.client.get("/-/memory/search.json?q=x")).status_code == 403
+    assert (await datasette.client.get("/-/memory/search?q=x")).status_code == 403
+    assert (await datasette.client.get("/-/memory/search.json?q=x", actor={"id": "alice"})).status_code == 200
+
+
+async def test_search_page_shows_results_as_data(searchable):
+    html = (await searchable.client.get("/-/memory/search?q=port&project=payments")).text
+    assert "<script>alert(1)</script>" not in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt; port" in html
+    assert 'href="/memory/entities?project=payments&amp;name=auth-gateway"' in html
+    assert "matched port" in html
+    empty = (await searchable.client.get("/-/memory/search?q=kubernetes&project=payments")).text
+    assert "Memory holds nothing that answers this" in empty
+    bad = (await searchable.client.get("/-/memory/search?q=x&limit=0")).text
+    assert "limit: must be between 1 and 50" in bad
+
+
+async def test_menu_links_to_memory(searchable):
+    html = (await searchable.client.get("/", actor={"id": "someone"})).text
+    assert 'href="/-/memory"' in html and 'href="/-/memory/search"' in html

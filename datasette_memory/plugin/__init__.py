@@ -1,7 +1,22 @@
 """The Datasette plugin: each hook lives in a small module of its own."""
 
+from .actions import register_governance_actions
 from .connection import prepare_connection, startup
-from .routes import register_routes
+from .governance_routes import register_governance_routes
+from .mcp_http import register_mcp_routes, stop_mcp
+from .overview_routes import menu_links, register_overview_routes
+from .search_routes import register_search_routes
 from .templates import prepare_jinja2_environment
 
-__all__ = ["prepare_connection", "prepare_jinja2_environment", "register_routes", "startup"]
+__all__ = [
+    "menu_links",
+    "prepare_connection",
+    "prepare_jinja2_environment",
+    "register_governance_actions",
+    "register_governance_routes",
+    "register_mcp_routes",
+    "register_overview_routes",
+    "register_search_routes",
+    "startup",
+    "stop_mcp",
+]

@@ -36,32 +36,22 @@ def startup(datasette):
     return inner
 
 
-async def read_memory(datasette, function, project: str, actor: str):
+async def call_memory(datasette, function, write: bool = False, **memory_options):
     """
-    Run ``function(memory)`` on a read connection.
+    Run ``function(memory)`` against the memory database: reads on a read
+    connection, writes on Datasette's write thread. :class:`Memory` opens its
+    own IMMEDIATE transaction, so Datasette's is turned off.
 
     :param datasette: the Datasette instance
-    :param function: called with a :class:`Memory` scoped to ``project``
-    :param project: the project scope
-    :param actor: who is asking
+    :param function: called with a :class:`Memory`
+    :param write: whether ``function`` writes
+    :param memory_options: ``project``, ``actor``, ``session``, ``allow_secrets``
     """
-    return await memory_database(datasette).execute_fn(
-        lambda conn: function(Memory(conn, project=project, actor=actor))
-    )
 
+    def run(conn):
+        return function(Memory(conn, **memory_options))
 
-async def write_memory(datasette, function, project: str, actor: str, session: str | None = None):
-    """
-    Run ``function(memory)`` on Datasette's write thread; :class:`Memory`
-    opens its own IMMEDIATE transaction, so Datasette's is turned off.
-
-    :param datasette: the Datasette instance
-    :param function: called with a :class:`Memory` scoped to ``project``
-    :param project: the project scope
-    :param actor: who is acting, recorded in the ledger
-    :param session: the session id, recorded in the ledger
-    """
-    return await memory_database(datasette).execute_write_fn(
-        lambda conn: function(Memory(conn, project=project, actor=actor, session=session)),
-        transaction=False,
-    )
+    db = memory_database(datasette)
+    if write:
+        return await db.execute_write_fn(run, transaction=False)
+    return await db.execute_fn(run)

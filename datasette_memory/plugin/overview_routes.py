@@ -1,4 +1,4 @@
-"""Pages and JSON endpoints under ``/-/memory``."""
+"""``/-/memory``: the overview page and its JSON, and the menu link to it."""
 
 from datasette import Response, hookimpl
 from datasette.resources import DatabaseResource
@@ -19,10 +19,23 @@ async def memory_overview(datasette, request):
     if request.url_vars.get("format") == "json":
         return Response.json(data)
     return Response.html(
-        await datasette.render_template("memory_overview.html", data, request=request)
+        await datasette.render_template("memory_overview.html", {**data, "memory_page": "overview"}, request=request)
     )
 
 
-@hookimpl
-def register_routes(datasette):
+@hookimpl(specname="register_routes")
+def register_overview_routes(datasette):
     return [(r"^/-/memory(\.(?P<format>json))?$", memory_overview)]
+
+
+@hookimpl
+def menu_links(datasette, actor):
+    async def inner():
+        db = memory_database(datasette)
+        if db and await datasette.allowed(action="view-database", resource=DatabaseResource(db.name), actor=actor):
+            return [
+                {"href": datasette.urls.path("/-/memory"), "label": "Memory"},
+                {"href": datasette.urls.path("/-/memory/search"), "label": "Search memory"},
+            ]
+
+    return inner

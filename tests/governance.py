@@ -1,0 +1,32 @@
+"""Helpers for governed-tier tests: reviewers come only from the real gate."""
+
+import asyncio
+import concurrent.futures
+
+from datasette.app import Datasette
+from datasette.utils.asgi import Request
+
+from datasette_memory.actions import APPROVE_ACTION
+from datasette_memory.gate import reviewer_for_request
+
+PERSON = "alice"
+
+
+def approver_config(*actor_ids) -> dict:
+    "Datasette config granting memory-approve to ``actor_ids``."
+    return {"permissions": {APPROVE_ACTION: {"id": list(actor_ids or [PERSON])}}}
+
+
+def issue_reviewer(actor_id: str = PERSON):
+    "A Reviewer for a signed-in person holding memory-approve, issued by the real gate in a real Datasette."
+
+    async def issue():
+        datasette = Datasette(config=approver_config(actor_id))
+        await datasette.invoke_startup()
+        request = Request.fake("/-/memory/claims/1/approve", method="POST")
+        request.scope["actor"] = {"id": actor_id}
+        return await reviewer_for_request(datasette, request)
+
+    # in a thread of its own, so sync tests and async ones (with a running loop) can both call this
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, issue()).result()

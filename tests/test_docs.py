@@ -1,0 +1,27 @@
+"""The README is generated where it can be, and documents every tool and command."""
+
+import pathlib
+
+from cogapp import Cog
+
+from datasette_memory.cli import cli
+from mcp_bridge.server import tool_modules
+
+README = pathlib.Path(__file__).parent.parent / "README.md"
+
+
+def test_readme_cog_blocks_are_current():
+    assert Cog().main(["cog", "--check", str(README)]) == 0, "run: cog -r README.md"
+
+
+def test_every_cli_command_is_documented():
+    readme = README.read_text()
+    for name in cli.commands:
+        assert f"### `datasette-memory {name}`" in readme
+
+
+def test_every_mcp_tool_is_documented():
+    readme = README.read_text()
+    for module in tool_modules():
+        for tool in module.TOOLS:
+            assert f"**`{tool.name}`**" in readme

@@ -1,0 +1,176 @@
+"""Ranked search: natural questions, abstention, ranking order, FTS5 syntax, scope, budget."""
+
+import json
+
+import hypothesis.strategies as st
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+from datasette_memory import InvalidInput, Memory
+
+
+def entity(name, entity_type, *observations):
+    return {"name": name, "entityType": entity_type, "observations": list(observations)}
+
+
+@pytest.fixture
+def team(db_path):
+    memory = Memory.open(db_path, project="payments")
+    memory.create_entities(
+        [
+            entity("auth-gateway", "service", "auth-gateway listens on port 8443", "handles sign-in for the web app"),
+            entity("ledger-db", "database", "postgres 15 cluster for the ledger", "backups run nightly at 02:00"),
+            entity("invoicer", "service", "the invoicer service renders invoices as PDF"),
+            entity("Dana", "person", "Dana is on call for auth this week"),
+            entity("deploys", "convention", "deploys happen on Tuesdays and Thursdays only"),
+        ]
+    )
+    memory.create_relations([{"from": "Dana", "to": "auth-gateway", "relationType": "maintains"}])
+    Memory(memory.conn, project="mobile").create_entities(
+        [entity("auth-gateway", "service", "mobile auth-gateway listens on port 9443")]
+    )
+    return memory
+
+
+def names(result):
+    return [r["entity"]["name"] for r in result["results"]]
+
+
+@pytest.mark.parametrize(
+    "question,expected",
+    [
+        ("Which port does the auth service listen on?", "auth-gateway"),
+        ("who is on call for auth?", "Dana"),
+        ("When do backups run?", "ledger-db"),
+        ("when do deploys happen?", "deploys"),
+        ("invoices PDF", "invoicer"),
+    ],
+)
+def test_natural_questions_find_the_answer_first(team, question, expected):
+    result = team.search_memory(question)
+    assert names(result)[0] == expected
+    assert result["results"][0]["why"] == "match"
+    assert result["results"][0]["matched_terms"]
+    # search_nodes finds it too: nothing contains the whole question, so it ranks
+    assert team.search_nodes(question)["entities"][0]["name"] == expected
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "What is the retention period for audit logs?",
+        "Who is on call for mobile?",  # "mobile" is another project's: no answer here
+        "what is it?",  # stop words only
+        "",
+        "kubernetes helm chart",
+    ],
+)
+def test_abstains_when_memory_has_no_answer(team, question):
+    assert team.search_memory(question)["results"] == []
+    if question:
+        assert team.search_nodes(question)["entities"] == []
+
+
+def test_more_matched_terms_rank_above_fewer(team):
+    result = team.search_memory("auth port", limit=10)
+    scores = [r["score"] for r in result["results"]]
+    assert names(result)[0] == "auth-gateway"  # auth and port
+    assert scores == sorted(scores, reverse=True)
+    assert len(result["results"][0]["matched_terms"]) == 2
+    assert all(len(r["matched_terms"]) <= 2 for r in result["results"])
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    documents=st.lists(st.lists(st.sampled_from(["alpha", "beta", "gamma", "delta", "filler"]), min_size=1, max_size=8), min_size=2, max_size=8),
+    query=st.lists(st.sampled_from(["alpha", "beta", "gamma", "delta"]), min_size=1, max_size=3),
+)
+def test_ranking_is_monotonic(tmp_path_factory, documents, query):
+    "More matched terms always rank higher; with the same terms, a stronger BM25 match never scores lower."
+    memory = Memory.open(tmp_path_factory.mktemp("rank") / "memory.db")
+    memory.create_entities([entity(f"e{i}", "note", " ".join(words)) for i, words in enumerate(documents)])
+    results = memory.search_memory(" ".join(query), limit=50, budget=200_000)["results"]
+    keys = [(len(r["matched_terms"]), r["score"]) for r in results]
+    assert keys == sorted(keys, reverse=True)
+    for r in results:
+        assert len(r["matched_terms"]) <= r["score"] < len(r["matched_terms"]) + 1
+
+
+def test_neighbours_rank_below_every_match(team):
+    result = team.search_memory("port 8443", expand=True)
+    assert names(result) == ["auth-gateway", "Dana"]
+    assert result["results"][1]["why"] == "neighbour: Dana maintains auth-gateway"
+    assert result["results"][1]["score"] < min(r["score"] for r in result["results"] if r["why"] == "match")
+    assert "Dana" not in names(team.search_memory("port 8443"))
+
+
+@pytest.mark.parametrize(
+    "query,expected",
+    [
+        ('"renders invoices"', ["invoicer"]),
+        ("invoic*", ["invoicer"]),
+        ("auth NOT port", ["Dana"]),
+        ("name:invoicer", ["invoicer"]),
+    ],
+)
+def test_fts5_syntax_is_honoured(team, query, expected):
+    result = team.search_memory(query)
+    assert result["mode"] == "fts"
+    assert [n for n in names(result) if n != "auth-gateway" or "NOT" not in query] == expected
+
+
+@pytest.mark.parametrize("query", ['"unbalanced', "port AND", "NEAR(", "col:umn:x", "*", "(((", "NOT"])
+def test_malformed_fts_never_raises(team, query):
+    result = team.search_memory(query)
+    assert result["mode"] == "natural"
+    team.search_nodes(query)
+
+
+def test_deleted_memory_never_comes_back(team):
+    team.add_observations([{"entityName": "auth-gateway", "contents": ["auth-gateway moved to port 9000"]}])
+    team.delete_observations([{"entityName": "auth-gateway", "observations": ["auth-gateway listens on port 8443"]}])
+    team.delete_entities(["Dana"])
+    for query in ["auth port 8443 on call Dana", "8443", "Dana on call"]:
+        text = json.dumps(team.search_memory(query, limit=50, expand=True)["results"])
+        assert "8443" not in text and "Dana" not in text
+        assert "8443" not in json.dumps(team.search_nodes(query)["entities"])
+    assert team.search_memory("what port is auth on?")["results"][0]["observations"] == [
+        "auth-gateway moved to port 9000"
+    ]
+
+
+def test_newer_observation_breaks_ties(db_path):
+    memory = Memory.open(db_path)
+    memory.create_entities([entity("old", "note", "cache size is 512"), entity("new", "note", "cache size is 256")])
+    assert names(memory.search_memory("cache size")) == ["new", "old"]
+
+
+def test_scope_holds(team):
+    for query in ["mobile auth-gateway 9443", "port 9443", "9443"]:
+        assert "9443" not in json.dumps(team.search_memory(query, expand=True)["results"])
+        assert "9443" not in json.dumps(team.search_nodes(query)["entities"])
+    mobile = Memory(team.conn, project="mobile")
+    assert names(mobile.search_memory("port 9443")) == ["auth-gateway"]
+
+
+def test_budget_and_accounting(team):
+    full = team.search_memory("auth", limit=10)
+    assert full["accounting"]["returned"] == len(full["results"]) >= 2
+    small = team.search_memory("auth", limit=10, budget=200)
+    assert small["accounting"]["bytes"] <= 200
+    assert small["accounting"]["left_out_by_budget"] == len(full["results"]) - len(small["results"]) > 0
+    assert names(small) == names(full)[: len(small["results"])]
+    assert "untrusted" in full["note"]
+
+
+@pytest.mark.parametrize(
+    "kwargs,message",
+    [
+        ({"limit": 0}, "limit: must be between 1 and 50"),
+        ({"budget": 10}, "budget: must be between 200 and 200000"),
+        ({"query": 5}, "query: must be a string"),
+    ],
+)
+def test_bad_search_input(team, kwargs, message):
+    with pytest.raises(InvalidInput, match=message):
+        team.search_memory(**{"query": "auth", **kwargs})

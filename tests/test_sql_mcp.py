@@ -1,0 +1,124 @@
+"""The SQL tools through real MCP clients: in-process, and over HTTP through Datasette."""
+
+import os
+import sqlite3
+
+import click
+import httpx2
+import pytest
+from click.testing import CliRunner
+from datasette.app import Datasette
+from fastmcp import Client
+from fastmcp.client.transports import StreamableHttpTransport
+from fastmcp.exceptions import ToolError
+
+from datasette_memory import Memory
+from datasette_memory.sql import SqlTools
+from datasette_memory.sql.limits import env_var
+from datasette_memory.sql.options import sql_limit_options
+from mcp_bridge.backends import LocalBackend
+from mcp_bridge.server import create_server
+from mcp_bridge.sql_tools import TOOLS
+
+SQL_TOOLS = ["read_query", "write_query", "destructive_query", "list_tables", "describe_table", "get_schema", "create_view", "snapshot", "search_text"]
+
+
+@pytest.fixture
+async def client(db_path):
+    backend = LocalBackend(db_path, actor="claude")
+    async with Client(create_server(backend, project="alpha")) as client:
+        yield client
+    backend.conn.close()
+
+
+def audit(db_path):
+    conn = sqlite3.connect(db_path)
+    try:
+        return conn.execute("SELECT tool, ok, actor, project, error FROM sql_audit ORDER BY id").fetchall()
+    finally:
+        conn.close()
+
+
+async def test_sql_tools_are_offered_with_truthful_hints(client):
+    tools = {tool.name: tool for tool in await client.list_tools()}
+    assert [name for name in tools if name in SQL_TOOLS] == SQL_TOOLS
+    hints = {name: (tools[name].annotations.read_only_hint, tools[name].annotations.destructive_hint) for name in SQL_TOOLS}
+    for name in ("read_query", "list_tables", "describe_table", "get_schema", "search_text"):
+        assert hints[name] == (True, False)
+    for name in ("write_query", "destructive_query", "create_view", "snapshot"):
+        assert hints[name] == (False, True)
+    assert tools["read_query"].input_schema["required"] == ["query"]
+
+
+async def test_results_are_the_core_text(client, db_path):
+    await client.call_tool("write_query", {"query": "CREATE TABLE notes (body TEXT)"})
+    result = await client.call_tool("write_query", {"query": "INSERT INTO notes VALUES ('a,b'), (NULL) RETURNING body"})
+    assert result.content[0].text == 'body\n"a,b"\n\n# 2 returned rows (complete)\n# 2 rows affected\n'
+    assert result.structured_content is None
+    core = SqlTools(db_path, project="alpha").read_query("SELECT * FROM notes")
+    assert (await client.call_tool("read_query", {"query": "SELECT * FROM notes"})).content[0].text == core
+
+
+async def test_calls_are_audited_as_the_bridge_actor_and_project(client, db_path):
+    await client.call_tool("list_tables", {})
+    with pytest.raises(ToolError, match="query: must be string, got number"):
+        await client.call_tool("read_query", {"query": 5})
+    with pytest.raises(ToolError, match="colour: unknown argument"):
+        await client.call_tool("list_tables", {"colour": "red"})
+    with pytest.raises(ToolError, match="query: required argument is missing"):
+        await client.call_tool("write_query", {})
+    assert audit(db_path)[-4:] == [
+        ("list_tables", 1, "claude", "alpha", None),
+        ("read_query", 0, "claude", "alpha", "query: must be string, got number"),
+        ("list_tables", 0, "claude", "alpha", "colour: unknown argument; list_tables takes project"),
+        ("write_query", 0, "claude", "alpha", "query: required argument is missing"),
+    ]
+
+
+async def test_the_pinned_project_holds(client, db_path):
+    for project in ("alpha", "beta"):
+        memory = Memory.open(db_path, project=project)
+        memory.create_entities([{"name": f"{project}-e", "entityType": "t", "observations": []}])
+        memory.close()
+    result = await client.call_tool("read_query", {"query": "SELECT name FROM entities"})
+    assert result.content[0].text == "name\nalpha-e\n# 1 row (complete)\n"
+    with pytest.raises(ToolError, match="pinned to project 'alpha'"):
+        await client.call_tool("read_query", {"query": "SELECT 1", "project": "beta"})
+
+
+async def test_over_http_the_token_actor_is_audited(db_path):
+    Memory.open(db_path).close()
+    datasette = Datasette([str(db_path)])
+    await datasette.invoke_startup()
+    token = await datasette.create_token("alice")
+    transport = StreamableHttpTransport(
+        "http://localhost/-/memory/mcp",
+        auth=token,
+        httpx_client_factory=lambda **kwargs: httpx2.AsyncClient(transport=httpx2.ASGITransport(app=datasette.app()), **kwargs),
+    )
+    async with Client(transport) as client:
+        result = await client.call_tool("read_query", {"query": "SELECT 40 + 2 AS answer"})
+    await datasette.invoke_shutdown()
+    assert result.content[0].text == "answer\n42\n# 1 row (complete)\n"
+    assert audit(db_path)[-1][:4] == ("read_query", 1, "alice", "default")
+
+
+def test_every_sql_tool_is_in_the_module():
+    assert [tool.name for tool in TOOLS] == SQL_TOOLS
+
+
+def test_cap_flags_set_the_variables_the_tools_read(monkeypatch):
+    for name in (env_var("max_rows"), "DATASETTE_MEMORY_SNAPSHOT_DIR"):
+        monkeypatch.setenv(name, "")  # restored after the test, whatever the flags set
+        monkeypatch.delenv(name)
+
+    @click.command()
+    @sql_limit_options
+    def serve():
+        click.echo(os.environ[env_var("max_rows")] + " " + os.environ.get("DATASETTE_MEMORY_SNAPSHOT_DIR", ""))
+
+    result = CliRunner().invoke(serve, ["--sql-max-rows", "12", "--snapshot-dir", "/tmp/snaps"])
+    assert result.output == "12 /tmp/snaps\n"
+    assert "--sql-timeout-ms" in CliRunner().invoke(serve, ["--help"]).output
+    refused = CliRunner().invoke(serve, ["--sql-max-rows", "0"])
+    assert refused.exit_code == 2 and "must be at least 1" in refused.output

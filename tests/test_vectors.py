@@ -1,0 +1,228 @@
+"""The optional semantic arm: lexical fallback without it; with it, paraphrases, deletes, scope, backfill.
+
+The tests without the extra run everywhere: they switch the arm off with
+``DATASETTE_MEMORY_NO_VECTORS=1``, which behaves as if the extra were missing.
+The tests with it need ``pip install 'datasette-memory[vectors]'`` and are
+skipped, by name, where it is not installed.
+"""
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from datasette_memory import Memory, search, vectors
+from datasette_memory.cli import cli
+
+
+def entity(name, entity_type, *observations):
+    return {"name": name, "entityType": entity_type, "observations": list(observations)}
+
+
+TEAM = [
+    entity("auth-gateway", "service", "handles sign-in and token issuance for the web app", "listens on port 8443"),
+    entity("card-vault", "service", "replaces card numbers with tokens before anything is stored"),
+    entity("payouts-scheduler", "service", "sends merchants their money by bank transfer every night"),
+    entity("ledger-db", "database", "postgres 15 cluster for the ledger", "backups run nightly at 02:00"),
+    entity("Dana", "person", "Dana is on call for auth this week"),
+]
+PARAPHRASE = "which component swaps credit card digits for surrogates"
+
+
+def names(result):
+    return [r["entity"]["name"] for r in result["results"]]
+
+
+def backfill(db_path, **env):
+    return CliRunner().invoke(cli, ["backfill-vectors", "--db", str(db_path)], env=env)
+
+
+@pytest.fixture
+def no_vectors(monkeypatch):
+    monkeypatch.setenv(vectors.NO_VECTORS_ENV, "1")
+
+
+@pytest.fixture
+def lexical_team(db_path, no_vectors):
+    memory = Memory.open(db_path, project="payments")
+    memory.create_entities(TEAM)
+    yield memory
+    memory.close()
+
+
+# ---- without the extra (simulated): everything is lexical
+
+
+@pytest.mark.parametrize("value,available", [("1", False), ("true", False), ("0", vectors.extra_installed()), ("", vectors.extra_installed())])
+def test_switch_turns_the_arm_off(monkeypatch, value, available):
+    monkeypatch.setenv(vectors.NO_VECTORS_ENV, value)
+    assert vectors.vectors_available() is available
+
+
+def test_without_vectors_search_is_lexical(lexical_team, db_path):
+    assert not vectors.side_file_path_for(db_path).exists()  # writes made no side file
+    assert lexical_team.search_memory(PARAPHRASE)["results"] == []  # no shared words: abstains
+    result = lexical_team.search_memory("card tokens")
+    assert names(result) == ["card-vault"]
+    assert all(r["why"] == "match" and r["matched_terms"] for r in result["results"])
+    assert vectors.similar(lexical_team.conn, "payments", PARAPHRASE) is None
+
+
+def test_without_vectors_ranking_is_exactly_lexical(lexical_team):
+    "The fusion step is a no-op when the arm is off."
+    for query in ["auth port", "when do backups run?", PARAPHRASE]:
+        mode, kept, _ = search.find(lexical_team.conn, "payments", query, search.DEFAULT_MIN_COVERAGE)
+        assert search.fused(kept, None) == kept
+        assert all(c.fused is None for c in kept)
+
+
+def test_backfill_says_the_switch_is_on(lexical_team, db_path):
+    result = backfill(db_path, **{vectors.NO_VECTORS_ENV: "1"})
+    assert result.exit_code == 1
+    assert "semantic search is off" in result.output
+    assert "pip install 'datasette-memory[vectors]'" in result.output
+    assert not vectors.side_file_path_for(db_path).exists()
+
+
+def test_backfill_says_the_extra_is_missing(monkeypatch, db_path):
+    monkeypatch.delenv(vectors.NO_VECTORS_ENV, raising=False)
+    monkeypatch.setattr(vectors, "extra_installed", lambda: False)
+    result = backfill(db_path)
+    assert result.exit_code == 1
+    assert "the vectors extra is not installed" in result.output
+    assert "pip install 'datasette-memory[vectors]'" in result.output
+
+
+@pytest.mark.parametrize("value", ["heavy", "1,5"])
+def test_bad_tuning_value_names_the_variable(monkeypatch, value):
+    monkeypatch.setenv("DATASETTE_MEMORY_RRF_BM25", value)
+    with pytest.raises(ValueError, match=r"\$DATASETTE_MEMORY_RRF_BM25 must be a number"):
+        search.env_float("DATASETTE_MEMORY_RRF_BM25", 1.0)
+
+
+# ---- with the extra
+
+
+@pytest.fixture
+def semantic(monkeypatch):
+    for module in vectors.REQUIRED_MODULES:
+        pytest.importorskip(module, reason="needs pip install 'datasette-memory[vectors]'")
+    monkeypatch.delenv(vectors.NO_VECTORS_ENV, raising=False)
+    yield
+    vectors.close_side_files()
+
+
+@pytest.fixture
+def team(db_path, semantic):
+    memory = Memory.open(db_path, project="payments")
+    memory.create_entities(TEAM)
+    memory.create_relations([{"from": "Dana", "to": "auth-gateway", "relationType": "maintains"}])
+    yield memory
+    memory.close()
+
+
+def side_rows(memory) -> dict:
+    side = vectors.side_file(memory.conn)
+    return {(project, name): digest for project, name, digest in side.execute("SELECT project, name, digest FROM entity_digests")}
+
+
+def test_writes_embed_every_entity(team, db_path):
+    assert vectors.side_file_path_for(db_path).exists()
+    assert set(side_rows(team)) == {("payments", e["name"]) for e in TEAM}
+
+
+@pytest.mark.parametrize(
+    "query,expected",
+    [
+        (PARAPHRASE, "card-vault"),
+        ("how do shops get paid out", "payouts-scheduler"),
+        ("what box answers logins", "auth-gateway"),
+    ],
+)
+def test_paraphrase_is_found(team, query, expected):
+    result = team.search_memory(query)
+    assert names(result)[0] == expected
+    assert result["results"][0]["why"].startswith("similar meaning")
+    assert result["results"][0]["matched_terms"] == []
+
+
+def test_lexical_matches_rank_above_semantic_ones(team):
+    result = team.search_memory("who is on call for auth", limit=10, expand=True)
+    matches = [r for r in result["results"] if not r["why"].startswith("neighbour")]
+    keys = [(len(r["matched_terms"]), r["score"]) for r in matches]
+    assert keys == sorted(keys, reverse=True)
+    assert names(result)[0] == "Dana"
+    assert all(len(r["matched_terms"]) <= r["score"] < len(r["matched_terms"]) + 1 for r in matches)
+    assert min(r["score"] for r in matches) > max([0.0] + [r["score"] for r in result["results"] if r["why"].startswith("neighbour")])
+
+
+@pytest.mark.parametrize("query", ["What is the retention period for audit logs?", "kubernetes helm chart", "what is it?", "the service"])
+def test_still_abstains(team, query):
+    assert team.search_memory(query)["results"] == []
+
+
+def test_fts_syntax_stays_lexical(team):
+    result = team.search_memory('"card numbers"')
+    assert result["mode"] == "fts"
+    assert names(result) == ["card-vault"]
+
+
+def test_deleted_entity_loses_its_vector(team):
+    team.delete_entities(["card-vault"])
+    assert ("payments", "card-vault") not in side_rows(team)
+    assert "card-vault" not in json.dumps(team.search_memory(PARAPHRASE, limit=50)["results"])
+
+
+def test_deleted_observation_is_re_embedded_and_never_returned(team):
+    before = side_rows(team)[("payments", "auth-gateway")]
+    team.delete_observations([{"entityName": "auth-gateway", "observations": ["listens on port 8443"]}])
+    assert side_rows(team)[("payments", "auth-gateway")] != before
+    for query in ["which port does sign-in listen on", "8443", "what box answers logins"]:
+        assert "8443" not in json.dumps(team.search_memory(query, limit=50, expand=True)["results"])
+
+
+def test_stale_vector_is_ignored_until_backfilled(team, db_path):
+    "Text changed outside the write path (here: raw SQL) never steers a search by its old vector."
+    team.conn.execute("DELETE FROM entities WHERE name = 'card-vault'")  # no ledger event: the write hook never saw it
+    team.conn.execute(
+        "UPDATE observations SET content = 'renamed' WHERE content = 'sends merchants their money by bank transfer every night'"
+    )
+    for query in [PARAPHRASE, "how do shops get paid out"]:
+        assert not {"card-vault", "payouts-scheduler"} & set(names(team.search_memory(query, limit=50)))
+    result = backfill(db_path)
+    assert result.exit_code == 0, result.output
+    assert "1 deleted ones forgotten" in result.output
+    assert ("payments", "card-vault") not in side_rows(team)
+
+
+def test_scope_holds(team):
+    mobile = Memory(team.conn, project="mobile")
+    mobile.create_entities([entity("push-notifier", "service", "sends push notifications to phones via APNs and FCM")])
+    assert ("mobile", "push-notifier") in side_rows(team)
+    for query in ["how do we alert people on their phones", "push notifications"]:
+        assert "push-notifier" not in json.dumps(team.search_memory(query, limit=50)["results"])
+    assert names(mobile.search_memory("how do we alert people on their phones")) == ["push-notifier"]
+
+
+def test_closer_match_in_another_project_means_no_answer(team):
+    "A question whose best match is another project's thing is not answered with this one's look-alike."
+    Memory(team.conn, project="mobile").create_entities([entity("Priya", "person", "Priya is on call for the iOS app")])
+    assert team.search_memory("who is on call for the iPhone app?")["results"] == []
+    assert team.search_memory("Who is on call for mobile?")["results"] == []  # names another project
+
+
+def test_backfill_shows_progress_and_is_idempotent(db_path, semantic, monkeypatch):
+    monkeypatch.setenv(vectors.NO_VECTORS_ENV, "1")
+    memory = Memory.open(db_path, project="payments")
+    memory.create_entities(TEAM)
+    monkeypatch.delenv(vectors.NO_VECTORS_ENV)
+    assert vectors.similar(memory.conn, "payments", PARAPHRASE) is None  # nothing embedded yet
+    first = backfill(db_path)
+    assert first.exit_code == 0, first.output
+    assert "Embedding entities" in first.output
+    assert f"{len(TEAM)} entities, {len(TEAM)} embedded, 0 deleted ones forgotten" in first.output
+    assert str(vectors.side_file_path_for(db_path.resolve())) in first.output
+    again = backfill(db_path)
+    assert f"{len(TEAM)} entities, 0 embedded" in again.output
+    assert names(memory.search_memory(PARAPHRASE))[0] == "card-vault"
+    memory.close()
