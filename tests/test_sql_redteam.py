@@ -102,7 +102,7 @@ REFUSED = [
     case("read_query", "pinned-dbstat", "pinned", project="alpha", query="SELECT * FROM dbstat"),
     case("destructive_query", "pinned-trigger-name-spoof", "memory's own schema", project="alpha", query="CREATE TRIGGER entities AFTER INSERT ON notes BEGIN INSERT INTO notes (body) SELECT name FROM main.entities; END", reason="r"),
     # Bad arguments are refused and audited too.
-    case("read_query", "query-not-a-string", "must be (a )?string( of SQL)?, got number", query=123),
+    case("read_query", "query-not-a-string", "must be (a )?string, got number", query=123),
     case("read_query", "limit-too-large", "limit: must be between", query="SELECT 1", limit=10_000_000),
     case("destructive_query", "missing-reason", "reason", query="DELETE FROM notes", reason=" "),
 ]

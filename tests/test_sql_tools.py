@@ -226,7 +226,7 @@ def test_every_call_writes_one_audit_row(tools, path):
     assert [(tool, ok) for tool, ok, _ in rows] == [("read_query", 1), ("read_query", 0), ("write_query", 0), ("list_tables", 1)]
     errors = tools.read_query("SELECT tool, error FROM query_errors", limit=2).splitlines()
     assert errors[1].startswith('write_query,"write_query does not run DROP TABLE')
-    assert errors[2] == 'read_query,"query: must be a string of SQL, got null"'
+    assert errors[2] == 'read_query,"query: must be a string, got null"'
 
 
 def test_audit_rows_record_who_and_cut_long_arguments(path):

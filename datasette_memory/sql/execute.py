@@ -4,7 +4,7 @@ import contextlib
 import sqlite3
 
 from ..errors import InvalidInput
-from ..validation import type_name
+from ..validation import check_text
 from .connections import AgentConnection
 from .errors import SqlError, SqlLimitExceeded, SqlRefused
 from .guard import ATTACH_REFUSED, Guard
@@ -21,14 +21,8 @@ def check_sql(value, field: str, limits: Limits) -> str:
     :param field: its name, for the error
     :param limits: the caps
     """
-    if not isinstance(value, str):
-        raise InvalidInput(f"{field}: must be a string of SQL, got {type_name(value)}")
-    if "\x00" in value:
-        raise InvalidInput(f"{field}: must not contain NUL characters")
-    try:
-        size = len(value.encode("utf-8"))
-    except UnicodeEncodeError:
-        raise InvalidInput(f"{field}: is not valid Unicode (it has a lone surrogate)")
+    check_text(value, field, max_bytes=None)
+    size = len(value.encode("utf-8"))
     if size > limits.max_query_bytes:
         raise InvalidInput(f"{field}: {size} bytes is over the limit of {limits.max_query_bytes} bytes; split the work into smaller statements")
     return value
