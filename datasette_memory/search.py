@@ -189,7 +189,7 @@ def find(conn, project: str, query: str, min_coverage: float):
 
     kept = [c for c in ranked(candidates) if answers(c)]
     below_coverage = len(candidates) - len(kept)
-    if asks_about_this_project(conn, project, candidates, stats):
+    if vectors.vectors_available() and asks_about_this_project(conn, project, candidates, stats):
         kept = fused(kept, vectors.similar(conn, project, query))
     return "natural", kept, below_coverage
 
@@ -242,23 +242,33 @@ def fused(kept: list, similar) -> list:
     number of matched terms, by reciprocal rank fusion; entities matching no
     term join below them when similar enough. Unchanged when the arm abstains.
     """
-    if similar is None or not similar.ranked:
+    if similar is None or not similar.ranked or answered_elsewhere(similar):
         return kept
-    best = similar.ranked[0][1]
-    if similar.best_elsewhere is not None and best < similar.best_elsewhere - VECTOR_ELSEWHERE_MARGIN:
-        return kept  # the closest meaning is another project's: this one has no answer
     candidates = {c.id: c for c in kept}
+    best = similar.ranked[0][1]
     for entity_id, similarity in similar.ranked:
         if entity_id not in candidates and similarity >= max(VECTOR_MIN_SIMILARITY, best - VECTOR_BAND):
             candidates[entity_id] = Candidate(entity_id)
     lexical_rank = {c.id: rank for rank, c in enumerate(kept, 1)}
     vector_rank = {entity_id: rank for rank, (entity_id, _) in enumerate(similar.ranked, 1)}
-    ceiling = (RRF_BM25 + RRF_VECTOR) / (RRF_K + 1) or 1.0
+    similarities = dict(similar.ranked)
     for c in candidates.values():
-        c.similarity = dict(similar.ranked).get(c.id)
-        rrf = sum(weight / (RRF_K + ranks[c.id]) for weight, ranks in ((RRF_BM25, lexical_rank), (RRF_VECTOR, vector_rank)) if c.id in ranks)
-        c.fused = min(rrf / ceiling, 0.9999)
+        c.similarity = similarities.get(c.id)
+        c.fused = reciprocal_rank_fusion(lexical_rank.get(c.id), vector_rank.get(c.id))
     return sorted(candidates.values(), key=lambda c: (len(c.terms), c.fused, c.newest), reverse=True)
+
+
+def answered_elsewhere(similar) -> bool:
+    "Whether another project holds a closer match than this one's best: then this project has no answer."
+    best = similar.ranked[0][1]
+    return similar.best_elsewhere is not None and best < similar.best_elsewhere - VECTOR_ELSEWHERE_MARGIN
+
+
+def reciprocal_rank_fusion(lexical_rank, vector_rank) -> float:
+    "Weighted RRF of two 1-based ranks (None: not ranked by that arm), scaled into [0, 1)."
+    rrf = sum(weight / (RRF_K + rank) for weight, rank in ((RRF_BM25, lexical_rank), (RRF_VECTOR, vector_rank)) if rank)
+    ceiling = (RRF_BM25 + RRF_VECTOR) / (RRF_K + 1) or 1.0
+    return min(rrf / ceiling, 0.9999)
 
 
 DEFAULT_LIMIT = 5

