@@ -12,14 +12,12 @@ import click
 import yaml
 
 from .actions import APPROVE_ACTION
+from .cli_options import sql_limit_options
 from .database import ENV_VAR, connect, default_db_path
 from .errors import MemoryStoreError
-from .governed_audit import audit_governed
 from .jsonl import export_lines, import_lines
-from .ledger import verify_chain
 from .memory import DEFAULT_PROJECT, Memory
 from .resources import resource_path
-from .cli_options import sql_limit_options
 
 
 def db_option(function):
@@ -206,9 +204,9 @@ def verify(db_path):
     event and every claim or fact the ledger does not account for.
     """
     path, conn = open_db(db_path)
-    status = verify_chain(conn)
-    governed = audit_governed(conn)
-    conn.close()
+    memory = Memory(conn)
+    status, governed = memory.verify_chain(), memory.verify_governed()
+    memory.close()
     click.echo(f"{path}: {status.summary()}")
     for problem in governed["problems"]:
         click.echo(f"{path}: {problem}")

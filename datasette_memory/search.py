@@ -141,7 +141,7 @@ def natural_candidates(conn, project: str, terms: list):
     total = conn.execute("SELECT count(*) FROM entities WHERE project = ?", [project]).fetchone()[0]
     candidates, stats = {}, {}
     for term in terms:
-        term_hits = hits(conn, project, fts_quote(term), "observations") + hits(conn, project, fts_quote(term), "entities")
+        term_hits = [hit for table in HIT_QUERIES for hit in hits(conn, project, fts_quote(term), table)]
         stats[term] = term_stats(conn, project, term, len({entity_id for entity_id, _, _ in term_hits}), total)
         for entity_id, observation_id, strength in term_hits:
             candidates.setdefault(entity_id, Candidate(entity_id)).add(term, strength, observation_id)
@@ -326,10 +326,12 @@ def neighbour_results(conn, project: str, matches: list, limit: int) -> list:
     ).fetchall()
     for source, relation_type, target in rows:
         other = target if source in names else source
+        if other in seen or len(results) >= limit:
+            continue
         entity = conn.execute(
             "SELECT id, entity_type FROM entities WHERE project = ? AND name = ?", [project, other]
         ).fetchone()
-        if other in seen or entity is None or len(results) >= limit:
+        if entity is None:
             continue
         seen.add(other)
         results.append(

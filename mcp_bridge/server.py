@@ -207,7 +207,6 @@ def create_server(backend, project: str | None = None) -> FastMCP:
                     bridge=bridge,
                 )
             )
-    for module in tool_modules():
         for uri, (name, description, reader) in getattr(module, "RESOURCES", {}).items():
             add_resource(server, bridge, uri, name, description, reader)
     return server
