@@ -389,3 +389,15 @@ def m006_ranked_search(db: Database):
         INSERT INTO entities_fts (entities_fts) VALUES ('rebuild');
         """,
     )
+
+
+@migrations()
+def m007_deletion_index(db: Database):
+    # Search asks the ledger whether a query's word was deleted from a project
+    run_script(
+        db,
+        """
+        CREATE INDEX events_deletions ON events (project)
+        WHERE kind IN ('delete_entity', 'delete_observation');
+        """,
+    )

@@ -30,11 +30,14 @@ STOP_WORDS = frozenset(
     she should so some such tell than that that's the their theirs them themselves then there these
     they this those through to too under until up us use used uses using very was we were what what's
     when where which while who whom whose why will with would you your yours yourself yourselves
-    know anything something thing things
+    know anything something thing things who's where's how's there's here's let's i'm i've i'd i'll
+    we're we've we'd we'll you're you've they're they've won't wasn't weren't haven't hasn't hadn't
+    shouldn't couldn't wouldn't
     """.split()
 )
+HOW_WORDS = frozenset("long often many much far big large old soon fast frequently quickly".split())  # "how long ..."
 FTS_SYNTAX = re.compile(r'["*^:()]|\b(?:AND|OR|NOT|NEAR)\b')
-WORD = re.compile(r"[^\W_]+")
+WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)*")  # "what's" is one word, a stop word
 HITS_PER_TERM = 500
 UNKNOWN_TERM_WEIGHT = 0.25
 GENERIC_SHARE = 0.2
@@ -49,15 +52,24 @@ class Candidate:
     id: int
     terms: dict = field(default_factory=dict)  # term -> best BM25 strength
     observation_ids: set = field(default_factory=set)
+    name_terms: set = field(default_factory=set)  # terms matching the entity's name or type
+    observation_terms: dict = field(default_factory=dict)  # observation id -> the terms it matches
     newest: int = 0
     fused: float | None = None  # reciprocal rank fusion, in (0, 1), when the semantic arm ranked
     similarity: float | None = None  # cosine similarity to the query, when the semantic arm ranked it
 
     def add(self, term: str, strength: float, observation_id=None):
         self.terms[term] = max(self.terms.get(term, 0.0), strength)
-        if observation_id is not None:
+        if observation_id is None:
+            self.name_terms.add(term)
+        else:
             self.observation_ids.add(observation_id)
+            self.observation_terms.setdefault(observation_id, set()).add(term)
             self.newest = max(self.newest, observation_id)
+
+    def passages(self) -> list:
+        "The sets of terms one passage matches: one observation with the entity's name and type."
+        return [self.name_terms | terms for terms in self.observation_terms.values()] or [self.name_terms]
 
     def score(self) -> float:
         "Matched terms first; BM25 strength (or the fused rank), squashed below 1, breaks ties."
@@ -72,9 +84,16 @@ class Candidate:
         return f"similar meaning (cosine similarity {self.similarity:.2f})"
 
 
+def words(text: str) -> list:
+    "Lower-cased words, a possessive's \"'s\" dropped: \"table's\" is \"table\"."
+    return [re.sub(r"'s$", "", w) for w in WORD.findall(text.lower().replace("\u2019", "'"))]
+
+
 def content_terms(query: str) -> list:
-    "The query's words without stop words, lower-cased, in order, once each."
-    return list(dict.fromkeys(w for w in WORD.findall(query.lower()) if w not in STOP_WORDS))
+    "The query's words without stop words or a question's \"how long\", in order, once each."
+    found = words(query)
+    asking = {i + 1 for i, w in enumerate(found) if w == "how" and i + 1 < len(found) and found[i + 1] in HOW_WORDS}
+    return list(dict.fromkeys(w for i, w in enumerate(found) if w not in STOP_WORDS and i not in asking))
 
 
 def fts_quote(text: str) -> str:
@@ -108,24 +127,30 @@ def idf(matching: int, total: int) -> float:
 
 @dataclass
 class TermStats:
-    """How much a query term says: its weight and whether it is generic."""
+    """How much a query term says: its weight, whether it is generic, whether it was deleted."""
 
     weight: float
     generic: bool
+    forgotten: bool = False
 
 
 def term_stats(conn, project: str, term: str, matching: int, total: int) -> TermStats:
     """
-    A term's weight is its IDF in the project. A term stored nowhere in memory is
+    A term's weight is its IDF in the project. A term memory holds nowhere is
     most likely the question's own wording ("how often", "maximum"), so it weighs
-    less; one stored only in other projects keeps its full weight, so a question
-    about another project's thing abstains. A term in a large share of the
-    project's entities (such as "service") is generic: it cannot make a match alone.
+    less, unless text deleted from this project held it: then the question asks
+    about something forgotten, and the term keeps its full weight, as does one
+    stored only in other projects, so that such questions abstain. A term in a
+    large share of the project's entities (such as "service") is generic: it
+    cannot make a match alone.
     """
     weight = idf(matching, total)
+    was_deleted = False
     if not matching and not stored_anywhere(conn, term):
-        weight *= UNKNOWN_TERM_WEIGHT
-    return TermStats(weight, matching >= GENERIC_MIN_ENTITIES and matching > GENERIC_SHARE * total)
+        was_deleted = forgotten(conn, project, term)
+        weight *= 1.0 if was_deleted else UNKNOWN_TERM_WEIGHT
+    generic = matching >= GENERIC_MIN_ENTITIES and matching > GENERIC_SHARE * total
+    return TermStats(weight, generic, was_deleted)
 
 
 def stored_anywhere(conn, term: str) -> bool:
@@ -134,6 +159,42 @@ def stored_anywhere(conn, term: str) -> bool:
         conn.execute(f"SELECT 1 FROM {table}_fts WHERE {table}_fts MATCH ? LIMIT 1", [fts_quote(term)]).fetchone()
         for table in HIT_QUERIES
     )
+
+
+def forms(word: str) -> set:
+    "A word with and without a plural ending."
+    found = {word, word + "s", word + "es"}
+    for ending in ("es", "s"):
+        if word.endswith(ending) and len(word) > len(ending) + 2:
+            found.add(word[: -len(ending)])
+    return found
+
+
+def forgotten(conn, project: str, term: str) -> bool:
+    """
+    Whether text deleted from the project held ``term`` (or its plural or
+    singular), as the ledger's deletion events record. Nothing deleted is
+    returned: this only tells search that a question asks about something
+    memory forgot.
+    """
+    rows = conn.execute(
+        "SELECT old FROM events WHERE project = ? AND kind IN ('delete_entity', 'delete_observation') AND old LIKE ?",
+        [project, f"%{min(forms(term), key=len)}%"],  # letters, digits, apostrophes: nothing LIKE treats specially
+    )
+    wanted = forms(term)
+    return any(wanted & set(words(" ".join(json_strings(json.loads(old))))) for (old,) in rows)
+
+
+def json_strings(value):
+    "Every string inside a JSON value."
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from json_strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from json_strings(item)
 
 
 def natural_candidates(conn, project: str, terms: list):
@@ -181,15 +242,20 @@ def find(conn, project: str, query: str, min_coverage: float):
         if candidates is not None:
             return "fts", ranked(candidates), 0
     candidates, stats = natural_candidates(conn, project, content_terms(query))
+    unmatched = set(stats) - {t for c in candidates.values() for t in c.terms}
+    if unmatched & other_project_words(conn, project):
+        return "natural", [], len(candidates)  # it asks about another project: no answer here
     total_weight = sum(s.weight for s in stats.values()) or 1.0
 
     def answers(candidate: Candidate) -> bool:
-        coverage = sum(stats[t].weight for t in candidate.terms) / total_weight
-        return coverage >= min_coverage and any(not stats[t].generic for t in candidate.terms)
+        return any(
+            sum(stats[t].weight for t in terms) / total_weight >= min_coverage and any(not stats[t].generic for t in terms)
+            for terms in candidate.passages()
+        )
 
     kept = [c for c in ranked(candidates) if answers(c)]
     below_coverage = len(candidates) - len(kept)
-    if vectors.vectors_available() and asks_about_this_project(conn, project, candidates, stats):
+    if vectors.vectors_available() and semantic_may_answer(stats):
         kept = fused(kept, vectors.similar(conn, project, query))
     return "natural", kept, below_coverage
 
@@ -213,26 +279,27 @@ RRF_VECTOR = env_float("DATASETTE_MEMORY_RRF_VECTOR", 0.5)
 # an entity matching no query term enters only this similar, and this close to the best
 VECTOR_MIN_SIMILARITY = env_float("DATASETTE_MEMORY_VECTOR_MIN_SIMILARITY", 0.25)
 VECTOR_BAND = env_float("DATASETTE_MEMORY_VECTOR_BAND", 0.1)
+# the arm abstains when terms only deleted text held carry this share of the query's weight
+FORGOTTEN_SHARE = env_float("DATASETTE_MEMORY_FORGOTTEN_SHARE", 0.5)
 # the arm abstains when another project holds a closer match (by more than this margin)
 VECTOR_ELSEWHERE_MARGIN = env_float("DATASETTE_MEMORY_VECTOR_ELSEWHERE_MARGIN", 0.0)
 
 
-def asks_about_this_project(conn, project: str, candidates: dict, stats: dict) -> bool:
+def semantic_may_answer(stats: dict) -> bool:
     """
     Whether the semantic arm may answer a natural-language query: it has a
-    content term that is not generic, and no term that matches nothing here
-    names another project (a question about that project has no answer here).
+    content term that is not generic, and terms that only deleted text held
+    carry less than half its weight (else it asks about something forgotten).
     """
-    if all(s.generic for s in stats.values()):
-        return False
-    unmatched = set(stats) - {t for c in candidates.values() for t in c.terms}
-    return not unmatched or not unmatched & other_project_words(conn, project)
+    total = sum(s.weight for s in stats.values()) or 1.0
+    forgotten_share = sum(s.weight for s in stats.values() if s.forgotten) / total
+    return not all(s.generic for s in stats.values()) and forgotten_share < FORGOTTEN_SHARE
 
 
 def other_project_words(conn, project: str) -> set:
     "The words of every other project's name."
     rows = conn.execute("SELECT DISTINCT project FROM entities WHERE project != ?", [project])
-    return {word for (name,) in rows for word in WORD.findall(name.lower())}
+    return {word for (name,) in rows for word in words(name)}
 
 
 def fused(kept: list, similar) -> list:

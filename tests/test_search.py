@@ -6,7 +6,7 @@ import hypothesis.strategies as st
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from datasette_memory import InvalidInput, Memory
+from datasette_memory import InvalidInput, Memory, search, vectors
 
 
 def entity(name, entity_type, *observations):
@@ -69,6 +69,60 @@ def test_abstains_when_memory_has_no_answer(team, question):
     assert team.search_memory(question)["results"] == []
     if question:
         assert team.search_nodes(question)["entities"] == []
+
+
+@pytest.mark.parametrize(
+    "query,terms",
+    [
+        ("What's the port? Who's on call?", ["port", "call"]),  # contractions are stop words, not "s"
+        ("the invoicer’s format", ["invoicer", "format"]),  # a possessive is its word
+        ("How long are backups kept?", ["backups", "kept"]),  # "how long" asks; it is not the topic
+        ("How many workers, how often?", ["workers"]),
+        ("long-running jobs", ["long", "running", "jobs"]),
+    ],
+)
+def test_question_wording_is_not_a_content_term(query, terms):
+    assert search.content_terms(query) == terms
+
+
+def test_how_long_questions_find_the_answer(team):
+    assert names(team.search_memory("How often do backups run?"))[0] == "ledger-db"
+    assert names(team.search_memory("what's the invoicer's format?"))[0] == "invoicer"
+
+
+def test_one_observation_must_cover_the_question(db_path, monkeypatch):
+    "Terms scattered over an entity's observations do not make a lexical match; one observation with them does."
+    monkeypatch.setenv(vectors.NO_VECTORS_ENV, "1")  # the semantic arm may still offer a look-alike, labelled as one
+    memory = Memory.open(db_path)
+    memory.create_entities(
+        [
+            entity("Ava", "person", "Ava signs the iOS builds", "Ava rotated off the release train", "Ava keeps the Xcode keys"),
+            entity("vault", "service", "signing keys are rotated every 30 days"),
+        ]
+    )
+    assert names(memory.search_memory("When are signing keys rotated?")) == ["vault"]
+    memory.delete_entities(["vault"])
+    assert memory.search_memory("When are signing keys rotated?")["results"] == []
+    # the entity's name and type count with each of its observations
+    assert names(memory.search_memory("What does Ava sign?")) == ["Ava"]
+
+
+def test_questions_about_deleted_things_abstain(db_path):
+    "A word only deleted text held keeps its full weight: the question asks about something forgotten."
+    memory = Memory.open(db_path, project="data")
+    memory.create_entities(
+        [
+            entity("JupyterHub", "service", "idle notebook servers are culled after 2 hours"),
+            entity("snowflake", "warehouse", "warehouses suspend when idle for 5 minutes"),
+        ]
+    )
+    assert names(memory.search_memory("JupyterHub idle culling"))[0] == "JupyterHub"
+    memory.delete_entities(["JupyterHub"])
+    assert memory.search_memory("JupyterHub idle culling")["results"] == []
+    assert search.forgotten(memory.conn, "data", "jupyterhub")
+    assert not search.forgotten(memory.conn, "other", "jupyterhub")  # per project
+    # a word memory never held is the question's own wording, and weighs less
+    assert names(memory.search_memory("snowflake idle suspension policy")) == ["snowflake"]
 
 
 def test_more_matched_terms_rank_above_fewer(team):

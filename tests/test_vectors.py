@@ -212,6 +212,21 @@ def test_closer_match_in_another_project_means_no_answer(team):
     assert team.search_memory("Who is on call for mobile?")["results"] == []  # names another project
 
 
+def test_questions_about_deleted_things_get_no_look_alike(team, monkeypatch):
+    "When the words that carry a question were only in deleted text, the arm offers no look-alike."
+    team.create_entities(
+        [
+            entity("JupyterHub", "service", "notebook servers for analysts; idle ones are culled after 2 hours"),
+            entity("spark", "service", "batch clusters shut down when unused for 30 minutes"),
+        ]
+    )
+    team.delete_entities(["JupyterHub"])
+    query = "JupyterHub idle culling"
+    assert team.search_memory(query)["results"] == []
+    monkeypatch.setattr(search, "FORGOTTEN_SHARE", 1.01)  # without the rule the look-alike comes back
+    assert names(team.search_memory(query)) == ["spark"]
+
+
 def test_backfill_shows_progress_and_is_idempotent(db_path, semantic, monkeypatch):
     monkeypatch.setenv(vectors.NO_VECTORS_ENV, "1")
     memory = Memory.open(db_path, project="payments")

@@ -1,9 +1,13 @@
 """Retrieval benchmark: datasette-memory against the official MCP memory server, side by side.
 
 Loads corpus.jsonl into both servers over MCP stdio, applies updates.jsonl to both, runs
-every query in queries.jsonl through a search tool and prints one markdown table.
+every query of a query file through a search tool and prints one markdown table.
+
+Query files: queries.jsonl (268 queries; the search's thresholds were tuned on them) and
+heldout.jsonl (100 queries written apart from the search code and never tuned on).
 
     python bench/retrieval/run.py [--tool search_nodes|search_memory] [--limit N]
+                                  [--queries queries.jsonl|heldout.jsonl]
                                   [--extra-args="--flag value"] [--verbose]
 
 Ours:     python -m datasette_memory mcp --db <tmp>/memory.db [extra args], one process,
@@ -48,6 +52,7 @@ KINDS = ["keyword", "question", "paraphrase", "abstention", "update"]
 
 
 def read_jsonl(name: str) -> list[dict]:
+    "The rows of a JSON-lines file in this folder (or at a path)."
     return [json.loads(line) for line in (HERE / name).read_text().splitlines() if line.strip()]
 
 
@@ -57,8 +62,8 @@ def read_jsonl(name: str) -> list[dict]:
 class Data:
     "The corpus, updates and queries, with the facts scoring needs."
 
-    def __init__(self):
-        self.corpus, self.updates, self.queries = map(read_jsonl, ("corpus.jsonl", "updates.jsonl", "queries.jsonl"))
+    def __init__(self, queries: str = "queries.jsonl"):
+        self.corpus, self.updates, self.queries = map(read_jsonl, ("corpus.jsonl", "updates.jsonl", queries))
         self.projects = sorted({row["project"] for row in self.corpus})
         self.names = {p: {r["name"] for r in self.corpus if r["type"] == "entity" and r["project"] == p} for p in self.projects}
         self.original = {p: self.final_state(p, []) for p in self.projects}
@@ -308,11 +313,12 @@ def main():
     parser.add_argument("--tool", default="search_nodes", choices=["search_nodes", "search_memory"], help="our search tool")
     parser.add_argument("--limit", type=int, help="limit argument for search_memory")
     parser.add_argument("--extra-args", default="", help='flags for our mcp command, one string: --extra-args="--flag value"')
+    parser.add_argument("--queries", default="queries.jsonl", help="the query file, in this folder: queries.jsonl (tuned on) or heldout.jsonl")
     parser.add_argument("--verbose", action="store_true", help="list the queries our server got wrong")
     args = parser.parse_args()
     if not OFFICIAL.exists():
         sys.exit(f"The official memory server is not installed: run npm ci --prefix {ROOT / 'tests' / 'official'}")
-    data = Data()
+    data = Data(args.queries)
     runs = asyncio.run(run_both(data, args.tool, shlex.split(args.extra_args), args.limit))
     scores = {s: {q["id"]: score(data, q, runs[s][1][q["id"]]) for q in data.queries} for s in runs}
     if args.verbose:
