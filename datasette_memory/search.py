@@ -243,7 +243,7 @@ def find(conn, project: str, query: str, min_coverage: float):
             return "fts", ranked(candidates), 0
     candidates, stats = natural_candidates(conn, project, content_terms(query))
     unmatched = set(stats) - {t for c in candidates.values() for t in c.terms}
-    if unmatched & other_project_words(conn, project):
+    if unmatched and unmatched & other_project_words(conn, project):
         return "natural", [], len(candidates)  # it asks about another project: no answer here
     total_weight = sum(s.weight for s in stats.values()) or 1.0
 
@@ -296,10 +296,19 @@ def semantic_may_answer(stats: dict) -> bool:
     return not all(s.generic for s in stats.values()) and forgotten_share < FORGOTTEN_SHARE
 
 
+PROJECTS = """
+WITH RECURSIVE projects(name) AS (
+    SELECT min(project) FROM entities
+    UNION ALL
+    SELECT (SELECT min(project) FROM entities WHERE project > projects.name) FROM projects WHERE name IS NOT NULL
+)
+SELECT name FROM projects WHERE name IS NOT NULL
+"""  # one index step per project, not a scan of every entity
+
+
 def other_project_words(conn, project: str) -> set:
-    "The words of every other project's name."
-    rows = conn.execute("SELECT DISTINCT project FROM entities WHERE project != ?", [project])
-    return {word for (name,) in rows for word in words(name)}
+    "The words of other projects' names that this project's name does not have."
+    return {word for (name,) in conn.execute(PROJECTS) for word in words(name)} - set(words(project))
 
 
 def fused(kept: list, similar) -> list:

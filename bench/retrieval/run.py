@@ -3,7 +3,7 @@
 Loads corpus.jsonl into both servers over MCP stdio, applies updates.jsonl to both, runs
 every query of a query file through a search tool and prints one markdown table.
 
-Query files: queries.jsonl (268 queries; the search's thresholds were tuned on them) and
+Query files: queries.jsonl (368 queries; the search's thresholds were tuned on them) and
 heldout.jsonl (100 queries written apart from the search code and never tuned on).
 
     python bench/retrieval/run.py [--tool search_nodes|search_memory] [--limit N]
