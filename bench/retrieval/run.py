@@ -30,6 +30,7 @@ Metrics, per query kind (ranks over the entities a search returns, in order):
   deleted-item leaks   results holding an entity or observation that updates.jsonl
                        deleted (the query's forbidden_text included)
   entities/query, bytes/query  what an answer costs the agent's context window
+  search call, median ms       each search call's time seen by the client, stdio included
 """
 
 import argparse
@@ -40,7 +41,9 @@ import os
 import pathlib
 import shlex
 import sys
+import statistics
 import tempfile
+import time
 
 from fastmcp import Client
 from fastmcp.client.transports import StdioTransport
@@ -188,7 +191,9 @@ async def session(transport, jobs, tool: str, pass_project: bool, limit) -> tupl
             scope = {"project": project} if pass_project else {}
             for q in queries:
                 args = {"query": q["query"], **scope, **({"limit": limit} if limit and tool != "search_nodes" else {})}
-                answers[q["id"]] = answer(await client.call_tool(tool, args, raise_on_error=False))
+                started = time.perf_counter()
+                result = await client.call_tool(tool, args, raise_on_error=False)
+                answers[q["id"]] = {**answer(result), "ms": (time.perf_counter() - started) * 1000}
     return tool, answers
 
 
@@ -255,7 +260,7 @@ def leaks(data: Data, q: dict, a: dict) -> tuple[int, int]:
 def score(data: Data, q: dict, a: dict) -> dict:
     "All metrics for one query's answer."
     cross, deleted = leaks(data, q, a)
-    m = {"entities": len(a["names"]), "bytes": a["bytes"], "cross": cross, "deleted": deleted, "error": bool(a["error"])}
+    m = {"entities": len(a["names"]), "bytes": a["bytes"], "cross": cross, "deleted": deleted, "error": bool(a["error"]), "ms": a["ms"]}
     rel = q["relevant"]
     if rel:
         names = a["names"]
@@ -297,6 +302,8 @@ def table(data: Data, scores: dict) -> str:
     for label, key in (("cross-project leaks", "cross"), ("deleted-item leaks", "deleted"), ("tool errors", "error")):
         totals = [sum(m[key] for m in scores[s].values()) for s in ("ours", "official")]
         lines.append(f"| {label} | {totals[0]} | {totals[1]} |")
+    medians = [statistics.median(m["ms"] for m in scores[s].values()) for s in ("ours", "official")]
+    lines.append(f"| search call, median ms (MCP over stdio, client side) | {medians[0]:.1f} | {medians[1]:.1f} |")
     return "\n".join(lines)
 
 
