@@ -392,12 +392,33 @@ def m006_ranked_search(db: Database):
 
 
 @migrations()
-def m007_deletion_index(db: Database):
-    # Search asks the ledger whether a query's word was deleted from a project
+def m007_deleted_words(db: Database):
+    # A word index (contentless: no text kept) of what deletions removed, rowid =
+    # the deletion's event id, so search can tell a question about something
+    # forgotten from one in the question's own words
     run_script(
         db,
         """
-        CREATE INDEX events_deletions ON events (project)
-        WHERE kind IN ('delete_entity', 'delete_observation');
+        CREATE VIRTUAL TABLE deleted_fts USING fts5(
+            text, content='', tokenize='porter unicode61 remove_diacritics 2'
+        );
+        CREATE TRIGGER deleted_fts_insert AFTER INSERT ON events
+        WHEN new.kind IN ('delete_entity', 'delete_observation')
+        BEGIN
+            INSERT INTO deleted_fts (rowid, text) VALUES (
+                new.id,
+                CASE new.kind WHEN 'delete_observation' THEN json_extract(new.old, '$')
+                ELSE coalesce(json_extract(new.old, '$.name'), '') || ' '
+                    || coalesce(json_extract(new.old, '$.entityType'), '') || ' '
+                    || coalesce((SELECT group_concat(value, ' ') FROM json_each(new.old, '$.observations')), '') END
+            );
+        END;
+        INSERT INTO deleted_fts (rowid, text)
+        SELECT id,
+            CASE kind WHEN 'delete_observation' THEN json_extract(old, '$')
+            ELSE coalesce(json_extract(old, '$.name'), '') || ' '
+                || coalesce(json_extract(old, '$.entityType'), '') || ' '
+                || coalesce((SELECT group_concat(value, ' ') FROM json_each(old, '$.observations')), '') END
+        FROM events WHERE kind IN ('delete_entity', 'delete_observation');
         """,
     )

@@ -161,40 +161,20 @@ def stored_anywhere(conn, term: str) -> bool:
     )
 
 
-def forms(word: str) -> set:
-    "A word with and without a plural ending."
-    found = {word, word + "s", word + "es"}
-    for ending in ("es", "s"):
-        if word.endswith(ending) and len(word) > len(ending) + 2:
-            found.add(word[: -len(ending)])
-    return found
-
-
 def forgotten(conn, project: str, term: str) -> bool:
     """
-    Whether text deleted from the project held ``term`` (or its plural or
-    singular), as the ledger's deletion events record. Nothing deleted is
-    returned: this only tells search that a question asks about something
-    memory forgot.
+    Whether text deleted from the project held ``term``, by the index of deleted
+    words that each deletion's ledger event feeds (the same stemming as the
+    search indexes). Nothing deleted is returned: this only tells search that a
+    question asks about something memory forgot.
     """
-    rows = conn.execute(
-        "SELECT old FROM events WHERE project = ? AND kind IN ('delete_entity', 'delete_observation') AND old LIKE ?",
-        [project, f"%{min(forms(term), key=len)}%"],  # letters, digits, apostrophes: nothing LIKE treats specially
+    return bool(
+        conn.execute(
+            "SELECT 1 FROM deleted_fts JOIN events ON events.id = deleted_fts.rowid "
+            "WHERE deleted_fts MATCH ? AND events.project = ? LIMIT 1",
+            [fts_quote(term), project],
+        ).fetchone()
     )
-    wanted = forms(term)
-    return any(wanted & set(words(" ".join(json_strings(json.loads(old))))) for (old,) in rows)
-
-
-def json_strings(value):
-    "Every string inside a JSON value."
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, dict):
-        for item in value.values():
-            yield from json_strings(item)
-    elif isinstance(value, list):
-        for item in value:
-            yield from json_strings(item)
 
 
 def natural_candidates(conn, project: str, terms: list):

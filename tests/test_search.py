@@ -1,12 +1,15 @@
 """Ranked search: natural questions, abstention, ranking order, FTS5 syntax, scope, budget."""
 
 import json
+import sqlite3
 
 import hypothesis.strategies as st
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from datasette_memory import InvalidInput, Memory, search, vectors
+from sqlite_utils import Database
+
+from datasette_memory import InvalidInput, Memory, database, migrations, search, vectors
 
 
 def entity(name, entity_type, *observations):
@@ -123,6 +126,25 @@ def test_questions_about_deleted_things_abstain(db_path):
     assert not search.forgotten(memory.conn, "other", "jupyterhub")  # per project
     # a word memory never held is the question's own wording, and weighs less
     assert names(memory.search_memory("snowflake idle suspension policy")) == ["snowflake"]
+
+
+def test_deletions_from_before_the_deleted_words_index_are_indexed(db_path, monkeypatch):
+    "A file whose ledger recorded deletions before migration m007 existed gets them indexed when it migrates."
+    monkeypatch.setenv(vectors.NO_VECTORS_ENV, "1")
+    conn = sqlite3.connect(db_path)
+    database.configure(conn)
+    with database.immediate(conn):
+        migrations.migrations.apply(Database(conn, execute_plugins=False), stop_before="m007_deleted_words")
+    older = Memory(conn, project="data")  # written as by a version without m007
+    older.create_entities([entity("JupyterHub", "service", "idle notebook servers are culled"), entity("spark", "service")])
+    older.delete_entities(["JupyterHub"])
+    older.delete_observations([{"entityName": "spark", "observations": ["nothing"]}])
+    conn.close()
+    memory = Memory.open(db_path, project="data")
+    assert search.forgotten(memory.conn, "data", "jupyterhub")
+    assert search.forgotten(memory.conn, "data", "culling")  # stemmed as the search indexes are
+    assert not search.forgotten(memory.conn, "data", "observations")  # the event's JSON keys are not words of it
+    assert not search.forgotten(memory.conn, "data", "spark")
 
 
 def test_more_matched_terms_rank_above_fewer(team):
