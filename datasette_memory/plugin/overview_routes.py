@@ -15,12 +15,26 @@ async def memory_overview(datasette, request):
     await datasette.ensure_permission(
         action="view-database", resource=DatabaseResource(db.name), actor=request.actor
     )
-    data = {"database": db.name, "path": db.path, **(await db.execute_fn(overview))}
+    data = {
+        "database": db.name,
+        "path": db.path,
+        **(await db.execute_fn(overview)),
+        "queries": await stored_queries(datasette, db.name, request.actor),
+    }
     if request.url_vars.get("format") == "json":
         return Response.json(data)
     return Response.html(
         await datasette.render_template("memory_overview.html", {**data, "memory_page": "overview"}, request=request)
     )
+
+
+async def stored_queries(datasette, database: str, actor) -> list:
+    "The stored governance queries this actor may run: name, title, description and path."
+    page = await datasette.list_queries(database, actor=actor, limit=50)
+    return [
+        {"name": q.name, "title": q.title or q.name, "description": q.description, "path": datasette.urls.query(database, q.name)}
+        for q in page.queries
+    ]
 
 
 @hookimpl(specname="register_routes")
