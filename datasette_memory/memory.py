@@ -21,9 +21,8 @@ from .errors import InvalidInput
 from .governed import GovernedTier
 from .ledger import Caller
 from .secrets import refuse_secrets
-from .validation import MAX_SUMMARY_BYTES, check_limit, check_name, check_project, check_text
+from .validation import DEFAULT_PROJECT, MAX_SUMMARY_BYTES, check_limit, check_name, check_project, check_text
 
-DEFAULT_PROJECT = "default"
 
 
 class Memory(GovernedTier):

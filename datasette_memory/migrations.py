@@ -399,13 +399,13 @@ def m007_deleted_words(db: Database):
     run_script(
         db,
         """
-        CREATE VIRTUAL TABLE deleted_fts USING fts5(
+        CREATE VIRTUAL TABLE memory_deleted_fts USING fts5(
             text, content='', tokenize='porter unicode61 remove_diacritics 2'
         );
-        CREATE TRIGGER deleted_fts_insert AFTER INSERT ON events
+        CREATE TRIGGER memory_deleted_fts_insert AFTER INSERT ON events
         WHEN new.kind IN ('delete_entity', 'delete_observation')
         BEGIN
-            INSERT INTO deleted_fts (rowid, text) VALUES (
+            INSERT INTO memory_deleted_fts (rowid, text) VALUES (
                 new.id,
                 CASE new.kind WHEN 'delete_observation' THEN json_extract(new.old, '$')
                 ELSE coalesce(json_extract(new.old, '$.name'), '') || ' '
@@ -413,7 +413,7 @@ def m007_deleted_words(db: Database):
                     || coalesce((SELECT group_concat(value, ' ') FROM json_each(new.old, '$.observations')), '') END
             );
         END;
-        INSERT INTO deleted_fts (rowid, text)
+        INSERT INTO memory_deleted_fts (rowid, text)
         SELECT id,
             CASE kind WHEN 'delete_observation' THEN json_extract(old, '$')
             ELSE coalesce(json_extract(old, '$.name'), '') || ' '

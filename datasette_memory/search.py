@@ -18,7 +18,7 @@ import sqlite3
 from dataclasses import dataclass, field
 
 from . import graph, vectors
-from .validation import check_limit, check_text
+from .validation import DEFAULT_PROJECT, check_limit, check_text
 
 STOP_WORDS = frozenset(
     """
@@ -32,10 +32,12 @@ STOP_WORDS = frozenset(
     when where which while who whom whose why will with would you your yours yourself yourselves
     know anything something thing things who's where's how's there's here's let's i'm i've i'd i'll
     we're we've we'd we'll you're you've they're they've won't wasn't weren't haven't hasn't hadn't
-    shouldn't couldn't wouldn't
+    shouldn't couldn't wouldn't mustn't needn't ain't it'll he'd she'd she'll he'll you'll they'll you'd
+    they'd what're y'all
     """.split()
 )
 HOW_WORDS = frozenset("long often many much far big large old soon fast frequently quickly".split())  # "how long ..."
+APOSTROPHES = re.compile("[\u2018\u2019\u02bc\u00b4`]")
 FTS_SYNTAX = re.compile(r'["*^:()]|\b(?:AND|OR|NOT|NEAR)\b')
 WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)*")  # "what's" is one word, a stop word
 HITS_PER_TERM = 500
@@ -86,7 +88,7 @@ class Candidate:
 
 def words(text: str) -> list:
     "Lower-cased words, a possessive's \"'s\" dropped: \"table's\" is \"table\"."
-    return [re.sub(r"'s$", "", w) for w in WORD.findall(text.lower().replace("\u2019", "'"))]
+    return [re.sub(r"'s$", "", w) for w in WORD.findall(APOSTROPHES.sub("'", text.lower()))]
 
 
 def content_terms(query: str) -> list:
@@ -127,30 +129,27 @@ def idf(matching: int, total: int) -> float:
 
 @dataclass
 class TermStats:
-    """How much a query term says: its weight, whether it is generic, whether it was deleted."""
+    """How much a query term says: its weight, and whether it is generic, unknown or forgotten."""
 
     weight: float
     generic: bool
-    forgotten: bool = False
+    unknown: bool = False  # memory holds it nowhere now
+    forgotten: bool = False  # unknown, but a deleted passage held it with enough of the query to answer it
 
 
-def term_stats(conn, project: str, term: str, matching: int, total: int) -> TermStats:
+def term_stats(conn, term: str, matching: int, total: int) -> TermStats:
     """
     A term's weight is its IDF in the project. A term memory holds nowhere is
     most likely the question's own wording ("how often", "maximum"), so it weighs
-    less, unless text deleted from this project held it: then the question asks
-    about something forgotten, and the term keeps its full weight, as does one
-    stored only in other projects, so that such questions abstain. A term in a
-    large share of the project's entities (such as "service") is generic: it
-    cannot make a match alone.
+    less (unless :func:`forgotten_terms` finds it in a deleted answer); one
+    stored only in other projects keeps its full weight, so a question about
+    another project's thing abstains. A term in a large share of the project's
+    entities (such as "service") is generic: it cannot make a match alone.
     """
-    weight = idf(matching, total)
-    was_deleted = False
-    if not matching and not stored_anywhere(conn, term):
-        was_deleted = forgotten(conn, project, term)
-        weight *= 1.0 if was_deleted else UNKNOWN_TERM_WEIGHT
+    unknown = not matching and not stored_anywhere(conn, term)
+    weight = idf(matching, total) * (UNKNOWN_TERM_WEIGHT if unknown else 1.0)
     generic = matching >= GENERIC_MIN_ENTITIES and matching > GENERIC_SHARE * total
-    return TermStats(weight, generic, was_deleted)
+    return TermStats(weight, generic, unknown)
 
 
 def stored_anywhere(conn, term: str) -> bool:
@@ -161,20 +160,54 @@ def stored_anywhere(conn, term: str) -> bool:
     )
 
 
-def forgotten(conn, project: str, term: str) -> bool:
+def deleted_events(conn, project: str, term: str, among=None) -> set:
     """
-    Whether text deleted from the project held ``term``, by the index of deleted
-    words that each deletion's ledger event feeds (the same stemming as the
-    search indexes). Nothing deleted is returned: this only tells search that a
-    question asks about something memory forgot.
+    The ids of the project's deletion events whose deleted text held ``term``
+    (stemmed as the search indexes are), from the index of deleted words that
+    each deletion feeds; at most :data:`HITS_PER_TERM`, or only those ``among``.
     """
-    return bool(
-        conn.execute(
-            "SELECT 1 FROM deleted_fts JOIN events ON events.id = deleted_fts.rowid "
-            "WHERE deleted_fts MATCH ? AND events.project = ? LIMIT 1",
-            [fts_quote(term), project],
-        ).fetchone()
+    sql = (
+        "SELECT events.id FROM memory_deleted_fts JOIN events ON events.id = memory_deleted_fts.rowid "
+        "WHERE memory_deleted_fts MATCH ? AND events.project = ?"
     )
+    params = [fts_quote(term), project]
+    if among is not None:
+        sql += " AND events.id IN (SELECT value FROM json_each(?))"
+        params.append(json.dumps(sorted(among)))
+    return {id for (id,) in conn.execute(sql + " LIMIT ?", [*params, HITS_PER_TERM])}
+
+
+def forgotten_terms(conn, project: str, stats: dict, min_coverage: float) -> set:
+    """
+    The unknown terms of a question that memory answered once: one deleted
+    passage (an observation, or an entity with its observations) holds enough
+    of the question, weighing its unknown terms in full, to have matched it.
+    Then the question asks about something forgotten, not in its own words.
+    Nothing deleted is returned: this only tells search to abstain.
+    """
+    unknown = {t for t, s in stats.items() if s.unknown}
+    held = {}  # deletion event id -> the query terms its text held
+    for term in unknown:
+        for id in deleted_events(conn, project, term):
+            held.setdefault(id, set()).add(term)
+    if not held:
+        return set()
+    for term in set(stats) - unknown:
+        for id in deleted_events(conn, project, term, among=held):
+            held[id].add(term)
+    full = {t: s.weight / UNKNOWN_TERM_WEIGHT if s.unknown else s.weight for t, s in stats.items()}
+    total = sum(full.values()) or 1.0
+    found = set()
+    for terms in held.values():
+        if sum(full[t] for t in terms) / total >= min_coverage and any(not stats[t].generic for t in terms):
+            found |= terms & unknown
+    return found
+
+
+def mark_forgotten(stats: dict, terms: set):
+    "Give forgotten terms their full weight back, so that the question abstains."
+    for term in terms:
+        stats[term] = TermStats(stats[term].weight / UNKNOWN_TERM_WEIGHT, False, True, True)
 
 
 def natural_candidates(conn, project: str, terms: list):
@@ -183,7 +216,7 @@ def natural_candidates(conn, project: str, terms: list):
     candidates, stats = {}, {}
     for term in terms:
         term_hits = [hit for table in HIT_QUERIES for hit in hits(conn, project, fts_quote(term), table)]
-        stats[term] = term_stats(conn, project, term, len({entity_id for entity_id, _, _ in term_hits}), total)
+        stats[term] = term_stats(conn, term, len({entity_id for entity_id, _, _ in term_hits}), total)
         for entity_id, observation_id, strength in term_hits:
             candidates.setdefault(entity_id, Candidate(entity_id)).add(term, strength, observation_id)
     return candidates, stats
@@ -222,9 +255,7 @@ def find(conn, project: str, query: str, min_coverage: float):
         if candidates is not None:
             return "fts", ranked(candidates), 0
     candidates, stats = natural_candidates(conn, project, content_terms(query))
-    unmatched = set(stats) - {t for c in candidates.values() for t in c.terms}
-    if unmatched and unmatched & other_project_words(conn, project):
-        return "natural", [], len(candidates)  # it asks about another project: no answer here
+    mark_forgotten(stats, forgotten_terms(conn, project, stats, min_coverage))
     total_weight = sum(s.weight for s in stats.values()) or 1.0
 
     def answers(candidate: Candidate) -> bool:
@@ -235,7 +266,7 @@ def find(conn, project: str, query: str, min_coverage: float):
 
     kept = [c for c in ranked(candidates) if answers(c)]
     below_coverage = len(candidates) - len(kept)
-    if vectors.vectors_available() and semantic_may_answer(stats):
+    if vectors.vectors_available() and semantic_may_answer(conn, project, candidates, stats):
         kept = fused(kept, vectors.similar(conn, project, query))
     return "natural", kept, below_coverage
 
@@ -259,21 +290,26 @@ RRF_VECTOR = env_float("DATASETTE_MEMORY_RRF_VECTOR", 0.5)
 # an entity matching no query term enters only this similar, and this close to the best
 VECTOR_MIN_SIMILARITY = env_float("DATASETTE_MEMORY_VECTOR_MIN_SIMILARITY", 0.25)
 VECTOR_BAND = env_float("DATASETTE_MEMORY_VECTOR_BAND", 0.1)
-# the arm abstains when terms only deleted text held carry this share of the query's weight
-FORGOTTEN_SHARE = env_float("DATASETTE_MEMORY_FORGOTTEN_SHARE", 0.5)
 # the arm abstains when another project holds a closer match (by more than this margin)
 VECTOR_ELSEWHERE_MARGIN = env_float("DATASETTE_MEMORY_VECTOR_ELSEWHERE_MARGIN", 0.0)
 
 
-def semantic_may_answer(stats: dict) -> bool:
+def semantic_may_answer(conn, project: str, candidates: dict, stats: dict) -> bool:
     """
     Whether the semantic arm may answer a natural-language query: it has a
-    content term that is not generic, and terms that only deleted text held
-    carry less than half its weight (else it asks about something forgotten).
+    content term that is not generic, it does not ask about something
+    forgotten, and no term that matches nothing here names another project (a
+    question about that project has no answer here).
     """
-    total = sum(s.weight for s in stats.values()) or 1.0
-    forgotten_share = sum(s.weight for s in stats.values() if s.forgotten) / total
-    return not all(s.generic for s in stats.values()) and forgotten_share < FORGOTTEN_SHARE
+    if all(s.generic for s in stats.values()) or any(s.forgotten for s in stats.values()):
+        return False
+    unmatched = set(stats) - {t for c in candidates.values() for t in c.terms}
+    return not unmatched or not {f for t in unmatched for f in plural_forms(t)} & other_project_words(conn, project)
+
+
+def plural_forms(word: str) -> set:
+    "A word as written, and without a plural \"s\"."
+    return {word, word[:-1]} if word.endswith("s") and len(word) > 3 else {word}
 
 
 PROJECTS = """
@@ -287,8 +323,9 @@ SELECT name FROM projects WHERE name IS NOT NULL
 
 
 def other_project_words(conn, project: str) -> set:
-    "The words of other projects' names that this project's name does not have."
-    return {word for (name,) in conn.execute(PROJECTS) for word in words(name)} - set(words(project))
+    "The words of other projects' names (but the default project's) that this project's name does not have."
+    names = {name for (name,) in conn.execute(PROJECTS)} - {project, DEFAULT_PROJECT}
+    return {form for name in names for word in words(name) for form in plural_forms(word)} - set(words(project))
 
 
 def fused(kept: list, similar) -> list:

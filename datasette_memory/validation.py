@@ -2,6 +2,7 @@
 
 from .errors import InvalidInput
 
+DEFAULT_PROJECT = "default"  # the project of a caller that names none
 MAX_NAME_CHARS = 512
 MAX_OBSERVATION_BYTES = 64 * 1024
 MAX_ITEMS_PER_CALL = 1000

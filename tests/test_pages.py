@@ -57,14 +57,19 @@ def server(tmp_path_factory):
         Memory(payments.conn, project="mobile").create_entities([entity("push-notifier", "service", "sends pushes via APNs")])
         payments.close()
     port = free_port()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "datasette_memory", "serve", "--db", str(db_path), "--port", str(port)],
-        env=env,
-        stderr=subprocess.DEVNULL,
-    )
+    log = db_path.with_name("serve.log")
+    with log.open("w") as stderr:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "datasette_memory", "serve", "--db", str(db_path), "--port", str(port)],
+            env=env,
+            stderr=stderr,
+        )
     base = f"http://127.0.0.1:{port}"
     try:
-        fetch(f"{base}/-/memory.json")
+        try:
+            fetch(f"{base}/-/memory.json")
+        except OSError:
+            pytest.fail(f"datasette-memory serve did not start:\n{log.read_text()}")
         yield base
     finally:
         process.terminate()
@@ -104,7 +109,7 @@ def test_overview_lists_projects_and_links_onwards(server, page):
     expect(page.locator("table.rows-and-columns tbody tr")).to_have_count(3)
 
 
-def test_overview_leads_to_the_governance_queries(server, page):
+def test_overview_leads_to_the_stored_governance_queries(server, page):
     page.goto(f"{server}/-/memory")
     queries = page.locator("dl.memory-queries dt a")
     expect(queries).to_have_count(8)

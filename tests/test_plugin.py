@@ -146,3 +146,16 @@ async def test_search_page_shows_results_as_data(searchable):
 async def test_menu_links_to_memory(searchable):
     html = (await searchable.client.get("/", actor={"id": "someone"})).text
     assert 'href="/-/memory"' in html and 'href="/-/memory/search"' in html
+
+
+async def test_overview_lists_the_stored_queries_and_says_when_there_are_more(db_path):
+    Memory.open(db_path).close()
+    queries = {f"q{i:02}": {"sql": "select 1", "title": f"<b>Query {i}</b>"} for i in range(51)}
+    datasette = Datasette([str(db_path)], config={"databases": {"memory": {"queries": queries}}})
+    data = (await datasette.client.get("/-/memory.json")).json()
+    assert len(data["queries"]) == 50 and data["more_queries"] is True
+    assert data["queries"][0] == {"name": "q00", "title": "<b>Query 0</b>", "description": None, "path": "/memory/q00"}
+    html = (await datasette.client.get("/-/memory")).text
+    assert "&lt;b&gt;Query 0&lt;/b&gt;" in html and "More are listed on the database page" in html
+    empty = Datasette([str(db_path)])
+    assert "No stored queries are visible to you." in (await empty.client.get("/-/memory")).text

@@ -19,7 +19,7 @@ async def memory_overview(datasette, request):
         "database": db.name,
         "path": db.path,
         **(await db.execute_fn(overview)),
-        "queries": await stored_queries(datasette, db.name, request.actor),
+        **(await stored_queries(datasette, db.name, request.actor)),
     }
     if request.url_vars.get("format") == "json":
         return Response.json(data)
@@ -28,13 +28,17 @@ async def memory_overview(datasette, request):
     )
 
 
-async def stored_queries(datasette, database: str, actor) -> list:
-    "The stored governance queries this actor may run: name, title, description and path."
-    page = await datasette.list_queries(database, actor=actor, limit=50)
-    return [
+QUERIES_LISTED = 50
+
+
+async def stored_queries(datasette, database: str, actor) -> dict:
+    "The first stored queries this actor may run (name, title, description, path), and whether there are more."
+    page = await datasette.list_queries(database, actor=actor, limit=QUERIES_LISTED)
+    queries = [
         {"name": q.name, "title": q.title or q.name, "description": q.description, "path": datasette.urls.query(database, q.name)}
         for q in page.queries
     ]
+    return {"queries": queries, "more_queries": page.has_more}
 
 
 @hookimpl(specname="register_routes")
