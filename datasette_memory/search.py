@@ -25,12 +25,12 @@ STOP_WORDS = frozenset(
     a about above after again against all also am an and any are aren't as at be because been before
     being below between both but by can can't cannot could did didn't do does doesn't doing don't down
     during each either else ever few for from further get gets got had has have having he her here hers
-    herself him himself his how i if in into is isn't it it's its itself just let me more most much must
+    herself him himself his how i if in into is isn't it its itself just let me more most much must
     my myself no nor not now of off on once only or other our ours ourselves out over own please same
-    she should so some such tell than that that's the their theirs them themselves then there these
-    they this those through to too under until up us use used uses using very was we were what what's
+    she should so some such tell than that the their theirs them themselves then there these
+    they this those through to too under until up us use used uses using very was we were what
     when where which while who whom whose why will with would you your yours yourself yourselves
-    know anything something thing things who's where's how's there's here's let's i'm i've i'd i'll
+    know anything something thing things i'm i've i'd i'll
     we're we've we'd we'll you're you've they're they've won't wasn't weren't haven't hasn't hadn't
     shouldn't couldn't wouldn't mustn't needn't ain't it'll he'd she'd she'll he'll you'll they'll you'd
     they'd what're y'all
@@ -39,7 +39,7 @@ STOP_WORDS = frozenset(
 HOW_WORDS = frozenset("long often many much far big large old soon fast frequently quickly".split())  # "how long ..."
 APOSTROPHES = re.compile("[\u2018\u2019\u02bc\u00b4`]")
 FTS_SYNTAX = re.compile(r'["*^:()]|\b(?:AND|OR|NOT|NEAR)\b')
-WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)*")  # "what's" is one word, a stop word
+WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)*")  # "don't" is one word, a stop word
 HITS_PER_TERM = 500
 UNKNOWN_TERM_WEIGHT = 0.25
 GENERIC_SHARE = 0.2
@@ -129,12 +129,17 @@ def idf(matching: int, total: int) -> float:
 
 @dataclass
 class TermStats:
-    """How much a query term says: its weight, and whether it is generic, unknown or forgotten."""
+    """How much a query term says: its IDF in the project, and whether it is generic, unknown or forgotten."""
 
-    weight: float
+    idf: float
     generic: bool
     unknown: bool = False  # memory holds it nowhere now
     forgotten: bool = False  # unknown, but a deleted passage held it with enough of the query to answer it
+
+    @property
+    def weight(self) -> float:
+        "The IDF, a quarter of it for an unknown term that is not forgotten (most likely question wording)."
+        return self.idf * (UNKNOWN_TERM_WEIGHT if self.unknown and not self.forgotten else 1.0)
 
 
 def term_stats(conn, term: str, matching: int, total: int) -> TermStats:
@@ -147,9 +152,8 @@ def term_stats(conn, term: str, matching: int, total: int) -> TermStats:
     entities (such as "service") is generic: it cannot make a match alone.
     """
     unknown = not matching and not stored_anywhere(conn, term)
-    weight = idf(matching, total) * (UNKNOWN_TERM_WEIGHT if unknown else 1.0)
     generic = matching >= GENERIC_MIN_ENTITIES and matching > GENERIC_SHARE * total
-    return TermStats(weight, generic, unknown)
+    return TermStats(idf(matching, total), generic, unknown)
 
 
 def stored_anywhere(conn, term: str) -> bool:
@@ -195,19 +199,12 @@ def forgotten_terms(conn, project: str, stats: dict, min_coverage: float) -> set
     for term in set(stats) - unknown:
         for id in deleted_events(conn, project, term, among=held):
             held[id].add(term)
-    full = {t: s.weight / UNKNOWN_TERM_WEIGHT if s.unknown else s.weight for t, s in stats.items()}
-    total = sum(full.values()) or 1.0
+    total = sum(s.idf for s in stats.values()) or 1.0
     found = set()
     for terms in held.values():
-        if sum(full[t] for t in terms) / total >= min_coverage and any(not stats[t].generic for t in terms):
+        if sum(stats[t].idf for t in terms) / total >= min_coverage and any(not stats[t].generic for t in terms):
             found |= terms & unknown
     return found
-
-
-def mark_forgotten(stats: dict, terms: set):
-    "Give forgotten terms their full weight back, so that the question abstains."
-    for term in terms:
-        stats[term] = TermStats(stats[term].weight / UNKNOWN_TERM_WEIGHT, False, True, True)
 
 
 def natural_candidates(conn, project: str, terms: list):
@@ -255,7 +252,8 @@ def find(conn, project: str, query: str, min_coverage: float):
         if candidates is not None:
             return "fts", ranked(candidates), 0
     candidates, stats = natural_candidates(conn, project, content_terms(query))
-    mark_forgotten(stats, forgotten_terms(conn, project, stats, min_coverage))
+    for term in forgotten_terms(conn, project, stats, min_coverage):
+        stats[term].forgotten = True  # full weight: the question abstains
     total_weight = sum(s.weight for s in stats.values()) or 1.0
 
     def answers(candidate: Candidate) -> bool:
