@@ -15,6 +15,7 @@ from playwright.sync_api import expect, sync_playwright
 from datasette_memory import Memory
 
 from .test_cli import fetch, free_port
+from .test_search import entity
 
 CHROMIUM_FLAGS = [
     "--no-sandbox",
@@ -32,10 +33,6 @@ def chromium_path() -> str:
     if not path:
         pytest.fail("no Chromium: apt-get install chromium, or set DATASETTE_MEMORY_CHROMIUM to its executable")
     return path
-
-
-def entity(name, entity_type, *observations):
-    return {"name": name, "entityType": entity_type, "observations": list(observations)}
 
 
 @pytest.fixture(scope="module")

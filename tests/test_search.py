@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 
 from sqlite_utils import Database
 
-from datasette_memory import InvalidInput, Memory, database, migrations, search, vectors
+from datasette_memory import InvalidInput, Memory, database, migrations, search
 
 
 def entity(name, entity_type, *observations):
@@ -88,9 +88,8 @@ def test_question_wording_is_not_a_content_term(query, terms):
     assert search.content_terms(query) == terms
 
 
-def test_how_long_is_the_question_not_its_topic(db_path, monkeypatch):
+def test_how_long_is_the_question_not_its_topic(db_path, monkeypatch, no_vectors):
     "\"long\" is stored in another project, so as a term it would weigh in full and sink the question."
-    monkeypatch.setenv(vectors.NO_VECTORS_ENV, "1")
     memory = Memory.open(db_path, project="payments")
     memory.create_entities([entity("ledger-db", "database", "backups are kept for 30 days")])
     Memory(memory.conn, project="jobs").create_entities([entity("batch", "service", "runs long jobs overnight")])
@@ -99,9 +98,8 @@ def test_how_long_is_the_question_not_its_topic(db_path, monkeypatch):
     assert memory.search_memory("How long are backups kept?")["results"] == []
 
 
-def test_one_observation_must_cover_the_question(db_path, monkeypatch):
+def test_one_observation_must_cover_the_question(db_path, no_vectors):
     "Terms scattered over an entity's observations do not make a lexical match; one observation with them does."
-    monkeypatch.setenv(vectors.NO_VECTORS_ENV, "1")  # the semantic arm may still offer a look-alike, labelled as one
     memory = Memory.open(db_path)
     memory.create_entities(
         [
@@ -116,9 +114,8 @@ def test_one_observation_must_cover_the_question(db_path, monkeypatch):
     assert names(memory.search_memory("What does Ava sign?")) == ["Ava"]
 
 
-def test_questions_about_deleted_things_abstain(db_path, monkeypatch):
+def test_questions_about_deleted_things_abstain(db_path, monkeypatch, no_vectors):
     "A question that a deleted passage would have answered abstains: its unknown words keep their full weight."
-    monkeypatch.setenv(vectors.NO_VECTORS_ENV, "1")
     memory = Memory.open(db_path, project="data")
     memory.create_entities(
         [
@@ -138,9 +135,8 @@ def test_questions_about_deleted_things_abstain(db_path, monkeypatch):
     assert names(memory.search_memory(question)) == ["snowflake"]
 
 
-def test_an_unrelated_deletion_does_not_make_question_words_count(db_path, monkeypatch):
+def test_an_unrelated_deletion_does_not_make_question_words_count(db_path, no_vectors):
     "A deleted note that shares one question word with a question did not answer it: the word stays question wording."
-    monkeypatch.setenv(vectors.NO_VECTORS_ENV, "1")
     memory = Memory.open(db_path, project="data")
     memory.create_entities(
         [
@@ -152,9 +148,8 @@ def test_an_unrelated_deletion_does_not_make_question_words_count(db_path, monke
     assert names(memory.search_memory("snowflake idle suspension policy")) == ["snowflake"]
 
 
-def test_deletions_from_before_the_deleted_words_index_are_indexed(db_path, monkeypatch):
+def test_deletions_from_before_the_deleted_words_index_are_indexed(db_path, no_vectors):
     "A file whose ledger recorded deletions before migration m007 gets them indexed, beside an agent's own deleted_fts."
-    monkeypatch.setenv(vectors.NO_VECTORS_ENV, "1")
     conn = sqlite3.connect(db_path)
     database.configure(conn)
     with database.immediate(conn):
@@ -180,9 +175,8 @@ def test_deletions_from_before_the_deleted_words_index_are_indexed(db_path, monk
     assert memory.conn.execute("SELECT count(*) FROM deleted_fts").fetchone()[0] == 0
 
 
-def test_a_word_of_another_projects_name_is_not_a_reason_to_abstain(db_path, monkeypatch):
+def test_a_word_of_another_projects_name_is_not_a_reason_to_abstain(db_path, no_vectors):
     "Lexical search ignores project names; the semantic arm stays out only for a real project's, not the default one's."
-    monkeypatch.setenv(vectors.NO_VECTORS_ENV, "1")
     memory = Memory.open(db_path, project="payments")
     memory.create_entities([entity("auth-gateway", "service", "auth-gateway listens on port 8443")])
     Memory(memory.conn).create_entities([entity("scratch", "note", "anything")])  # the default project

@@ -14,9 +14,7 @@ from click.testing import CliRunner
 from datasette_memory import Memory, search, vectors
 from datasette_memory.cli import cli
 
-
-def entity(name, entity_type, *observations):
-    return {"name": name, "entityType": entity_type, "observations": list(observations)}
+from .test_search import entity
 
 
 TEAM = [
@@ -35,11 +33,6 @@ def names(result):
 
 def backfill(db_path, **env):
     return CliRunner().invoke(cli, ["backfill-vectors", "--db", str(db_path)], env=env)
-
-
-@pytest.fixture
-def no_vectors(monkeypatch):
-    monkeypatch.setenv(vectors.NO_VECTORS_ENV, "1")
 
 
 @pytest.fixture
