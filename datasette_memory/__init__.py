@@ -1,6 +1,32 @@
-"""datasette-memory: memory for coding agents in one SQLite file."""
+"""datasette-memory: memory for coding agents in one SQLite file.
 
-from .errors import InvalidInput, MemoryStoreError, NotFound, SchemaTooNewError
-from .memory import DEFAULT_PROJECT, Memory
+Where things live (each package says more in its own docstring):
 
-__all__ = ["DEFAULT_PROJECT", "InvalidInput", "Memory", "MemoryStoreError", "NotFound", "SchemaTooNewError"]
+- :mod:`.core`: the file, its migrations, the ledger, checkpoints, input checks, errors
+- :mod:`.graph`: entities, observations and relations, as the official memory server has them
+- :mod:`.governed`: claims and facts, the human gate, context packs
+- :mod:`.search`: ranked search and its abstention rules
+- :mod:`.vectors`: the optional semantic arm's side file and background embedding
+- :mod:`.sqltools`: SQL as the agent's tool, with the safety in the server
+- :mod:`.memory`: :class:`Memory`, the one API every door calls; :mod:`.config`, what the doors configure
+- :mod:`.plugin` and :mod:`.cli`: the Datasette plugin and the command line (with :mod:`mcp_bridge`, the doors)
+"""
+
+from .config import Config
+from .core.errors import InvalidInput, MemoryStoreError, NotFound, SchemaTooNewError
+from .core.validation import DEFAULT_PROJECT
+from .memory import Memory
+from .search.settings import SearchSettings
+from .sqltools.limits import Limits
+
+__all__ = [
+    "DEFAULT_PROJECT",
+    "Config",
+    "InvalidInput",
+    "Limits",
+    "Memory",
+    "MemoryStoreError",
+    "NotFound",
+    "SchemaTooNewError",
+    "SearchSettings",
+]

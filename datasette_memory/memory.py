@@ -2,7 +2,8 @@
 
 A :class:`Memory` is a connection to one memory file, scoped to one project and
 one caller. Each mutating call is one IMMEDIATE transaction holding the change
-and its ledger events: it all happens, or nothing does.
+and its ledger events: it all happens, or nothing does. The governed tier
+(claims and facts) is ``memory.governed``.
 
 Example::
 
@@ -13,19 +14,24 @@ Example::
     memory.verify_chain().ok
 """
 
+import pathlib
 import sqlite3
+from typing import Any
 
-from . import graph, ledger, search, vectors
-from .database import connect, immediate
-from .errors import InvalidInput
-from .governed import GovernedTier
-from .ledger import Caller
-from .secrets import refuse_secrets
-from .validation import DEFAULT_PROJECT, MAX_SUMMARY_BYTES, check_limit, check_name, check_project, check_text
+from .config import Config
+from .core import checkpoints, ledger
+from .core.database import connect
+from .core.errors import InvalidInput
+from .core.ledger import Caller, ChainStatus
+from .core.scope import Scope
+from .core.validation import DEFAULT_PROJECT, MAX_SUMMARY_BYTES, check_limit, check_name, check_project, check_text
+from .governed.tier import GovernedTier
+from .graph import mutations, reads
+from .search import memory_search, nodes
+from .vectors import background
 
 
-
-class Memory(GovernedTier):
+class Memory:
     """
     One project of one memory file, as seen by one caller.
 
@@ -34,6 +40,7 @@ class Memory(GovernedTier):
     :param actor: who is calling, recorded in the ledger
     :param session: the caller's session id, recorded in the ledger
     :param allow_secrets: store text that looks like a credential instead of refusing it
+    :param config: what the door configured: search settings among them
     """
 
     def __init__(
@@ -43,57 +50,70 @@ class Memory(GovernedTier):
         actor: str = "local",
         session: str | None = None,
         allow_secrets: bool = False,
+        config: Config | None = None,
     ):
-        self.conn = conn
-        self.project = check_project(project)
-        self.caller = Caller(check_name(actor, "actor"), session)
-        self.allow_secrets = allow_secrets
+        self.config = config or Config()
+        semantic = self.config.search.semantic_on()
+        self.scope = Scope(
+            conn,
+            check_project(project),
+            Caller(check_name(actor, "actor"), session),
+            allow_secrets,
+            after_write=(lambda since: background.after_write(conn, since)) if semantic else None,
+        )
+        self.governed = GovernedTier(self.scope)
 
     @classmethod
-    def open(cls, path, **kwargs) -> "Memory":
+    def open(cls, path: str | pathlib.Path, **kwargs: Any) -> "Memory":
         """
         Open (creating and migrating if needed) the memory file at ``path``.
 
         :param path: the memory file
-        :param kwargs: ``project``, ``actor``, ``session`` and ``allow_secrets``
+        :param kwargs: ``project``, ``actor``, ``session``, ``allow_secrets`` and ``config``
         """
         return cls(connect(path), **kwargs)
 
-    def close(self):
-        self.conn.close()
+    @property
+    def conn(self) -> sqlite3.Connection:
+        "The connection to the memory file."
+        return self.scope.conn
 
-    def _write(self, function, *args, stored_as: str | None = None):
-        "Run ``function`` in one transaction; ``stored_as`` names an argument whose text is kept."
-        if stored_as and not self.allow_secrets:
-            for arg in args:
-                refuse_secrets(arg, stored_as)
-        since = vectors.ledger_head(self.conn)  # None unless the optional semantic arm is on
-        with immediate(self.conn):
-            result = function(self.conn, self.caller, self.project, *args)
-        vectors.embed_changes(self.conn, since)  # after commit: re-embed what the write's events name
-        return result
+    @property
+    def project(self) -> str:
+        "The project every call is scoped to."
+        return self.scope.project
+
+    @property
+    def allow_secrets(self) -> bool:
+        "Whether text that looks like a credential is stored instead of refused."
+        return self.scope.allow_secrets
+
+    def close(self) -> None:
+        self.conn.close()
 
     # The knowledge graph: the official memory server's operations
 
-    def create_entities(self, entities: list) -> list:
+    def create_entities(self, entities: Any) -> list[dict[str, Any]]:
         """
         Create entities; names already in the project are left unchanged.
 
         :param entities: ``[{name, entityType, observations}]``
         :return: the entities actually created
         """
-        return self._write(graph.create_entities, entities, stored_as="entities")
+        self.scope.refuse_secrets(entities=entities)
+        return self.scope.write(mutations.create_entities, entities)
 
-    def create_relations(self, relations: list) -> list:
+    def create_relations(self, relations: Any) -> list[dict[str, str]]:
         """
         Create relations not already stored.
 
         :param relations: ``[{from, to, relationType}]``
         :return: the relations actually created
         """
-        return self._write(graph.create_relations, relations, stored_as="relations")
+        self.scope.refuse_secrets(relations=relations)
+        return self.scope.write(mutations.create_relations, relations)
 
-    def add_observations(self, observations: list) -> list:
+    def add_observations(self, observations: Any) -> list[dict[str, Any]]:
         """
         Add observations to existing entities.
 
@@ -101,33 +121,34 @@ class Memory(GovernedTier):
         :raises NotFound: if an entity is missing; nothing is added
         :return: ``[{entityName, addedObservations}]``
         """
-        return self._write(graph.add_observations, observations, stored_as="observations")
+        self.scope.refuse_secrets(observations=observations)
+        return self.scope.write(mutations.add_observations, observations)
 
-    def delete_entities(self, entity_names: list):
+    def delete_entities(self, entity_names: Any) -> None:
         """
         Delete entities with their observations and relations.
 
         :param entity_names: names; missing ones are ignored
         """
-        self._write(graph.delete_entities, entity_names)
+        self.scope.write(mutations.delete_entities, entity_names)
 
-    def delete_observations(self, deletions: list):
+    def delete_observations(self, deletions: Any) -> None:
         """
         Delete observations.
 
         :param deletions: ``[{entityName, observations}]``; missing ones are ignored
         """
-        self._write(graph.delete_observations, deletions)
+        self.scope.write(mutations.delete_observations, deletions)
 
-    def delete_relations(self, relations: list):
+    def delete_relations(self, relations: Any) -> None:
         """
         Delete relations.
 
         :param relations: ``[{from, to, relationType}]``; missing ones are ignored
         """
-        self._write(graph.delete_relations, relations)
+        self.scope.write(mutations.delete_relations, relations)
 
-    def import_graph(self, entities: list, relations: list) -> dict:
+    def import_graph(self, entities: list[Any], relations: list[Any]) -> dict[str, int]:
         """
         Merge entities and relations in one transaction: new entities are
         created, existing ones gain the observations they lack.
@@ -137,26 +158,30 @@ class Memory(GovernedTier):
         :return: counts of ``entities``, ``observations`` and ``relations`` added
         """
 
-        def merge(conn, caller, project, entities, relations):
-            counts = graph.merge_entities(conn, caller, project, entities)
-            counts["relations"] = len(graph.create_relations(conn, caller, project, relations))
+        def merge(conn: sqlite3.Connection, caller: Caller, project: str, entities: list[Any], relations: list[Any]) -> dict[str, int]:
+            counts = mutations.merge_entities(conn, caller, project, entities)
+            counts["relations"] = len(mutations.create_relations(conn, caller, project, relations))
             return counts
 
-        return self._write(merge, entities, relations, stored_as="items")
+        self.scope.refuse_secrets(items=entities)
+        self.scope.refuse_secrets(items=relations)
+        return self.scope.write(merge, entities, relations)
 
-    def read_graph(self) -> dict:
+    def read_graph(self) -> dict[str, list[Any]]:
         "The project's whole graph: ``{entities, relations}``."
-        return graph.read_graph(self.conn, self.project)
+        return reads.read_graph(self.conn, self.project)
 
-    def open_nodes(self, names: list) -> dict:
+    def open_nodes(self, names: Any) -> dict[str, list[Any]]:
         """
         The named entities and every relation touching them.
 
         :param names: entity names
         """
-        return graph.open_nodes(self.conn, self.project, names)
+        return reads.open_nodes(self.conn, self.project, names)
 
-    def search_nodes(self, query: str) -> dict:
+    # Search
+
+    def search_nodes(self, query: Any) -> dict[str, list[Any]]:
         """
         Entities whose name, type or an observation contains ``query``, best
         first, with every relation touching them; if none does, the best matches
@@ -164,9 +189,11 @@ class Memory(GovernedTier):
 
         :param query: text to look for; empty matches everything
         """
-        return search.search_nodes(self.conn, self.project, query)
+        return nodes.search_nodes(self.conn, self.project, query, self.config.search)
 
-    def search_memory(self, query: str, limit: int = search.DEFAULT_LIMIT, budget: int = search.DEFAULT_BUDGET, expand: bool = False) -> dict:
+    def search_memory(
+        self, query: Any, limit: Any = memory_search.DEFAULT_LIMIT, budget: Any = memory_search.DEFAULT_BUDGET, expand: bool = False
+    ) -> dict[str, Any]:
         """
         Ranked search with reasons and an accounting block.
 
@@ -175,11 +202,23 @@ class Memory(GovernedTier):
         :param budget: most bytes of results, 200 to 200,000
         :param expand: also return one-hop neighbours, ranked below every match
         """
-        return search.search_memory(self.conn, self.project, query, limit, budget, expand)
+        return memory_search.search_memory(self.conn, self.project, query, limit, budget, expand, self.config.search)
+
+    def wait_for_semantic_index(self, timeout: float | None = None) -> bool:
+        """
+        Wait until the semantic index has caught up with every write so far
+        (it catches up in the background); True at once when the semantic arm is off.
+
+        :param timeout: seconds, or None to wait as long as it takes
+        :return: False if ``timeout`` passed first
+        """
+        if not self.config.search.semantic_on():
+            return True
+        return background.wait_until_current(self.conn, timeout)
 
     # The ledger
 
-    def append_event(self, content: str, kind: str = "note") -> dict:
+    def append_event(self, content: Any, kind: Any = "note") -> dict[str, Any]:
         """
         Record something the caller did or decided, as a ledger event.
 
@@ -188,14 +227,13 @@ class Memory(GovernedTier):
         """
         content = check_text(content, "content")
         kind = check_name(kind, "kind", max_chars=64)
-        event = self._write(
-            lambda conn, caller, project, content: ledger.append_event(conn, caller, project, kind, project, new=content),
-            content,
-            stored_as="content",
+        self.scope.refuse_secrets(content=content)
+        event = self.scope.write(
+            lambda conn, caller, project: ledger.append_event(conn, caller, project, kind, project, new=content)
         )
         return ledger.event_dict(event)
 
-    def checkpoint(self, summary: str) -> dict:
+    def checkpoint(self, summary: Any) -> dict[str, Any]:
         """
         Record a checkpoint anchored to the ledger head.
 
@@ -204,17 +242,18 @@ class Memory(GovernedTier):
         summary = check_text(summary, "summary", max_bytes=MAX_SUMMARY_BYTES)
         if not summary.strip():
             raise InvalidInput("summary: must not be empty; say what was done and what comes next")
-        return self._write(ledger.add_checkpoint, summary, stored_as="summary")
+        self.scope.refuse_secrets(summary=summary)
+        return self.scope.write(checkpoints.add_checkpoint, summary)
 
-    def resume_context(self, max_events: int = 50) -> dict:
+    def resume_context(self, max_events: Any = 50) -> dict[str, Any]:
         """
         The latest checkpoint, the events since it and the chain status.
 
         :param max_events: most events to return, 0 to 1000
         """
         max_events = check_limit(max_events, "max_events", 0, 1000)
-        return ledger.resume_context(self.conn, self.project, max_events)
+        return checkpoints.resume_context(self.conn, self.project, max_events)
 
-    def verify_chain(self) -> ledger.ChainStatus:
+    def verify_chain(self) -> ChainStatus:
         "Check the whole ledger's hash chain (every project)."
         return ledger.verify_chain(self.conn)

@@ -1,15 +1,18 @@
 """A summary of a whole memory file: its projects, their sizes and the ledger."""
 
-from .ledger import verify_chain
+import sqlite3
+from typing import Any
+
+from .core.ledger import verify_chain
 
 
-def overview(conn) -> dict:
+def overview(conn: sqlite3.Connection) -> dict[str, Any]:
     """
     Every project with its counts and latest checkpoint, and the chain status.
 
     :param conn: an open connection to a memory file
     """
-    projects = {}
+    projects: dict[str, dict[str, Any]] = {}
     for table, sql in (
         ("entities", "SELECT project, count(*) FROM entities GROUP BY project"),
         (
@@ -33,6 +36,6 @@ def overview(conn) -> dict:
     }
 
 
-def project_names(conn) -> list:
+def project_names(conn: sqlite3.Connection) -> list[str]:
     "Every project that has stored anything, by name."
     return [row[0] for row in conn.execute("SELECT DISTINCT project FROM events ORDER BY project")]

@@ -1,79 +1,99 @@
-"""The official memory server's nine tools, on the core API."""
+"""The official memory server's nine tools, on the core API.
 
-from .schemas import OFFICIAL_TOOLS
-from .server import DELETES, READ_ONLY, WRITES, BridgeTool, pretty
+Their names, titles, descriptions, annotations and schemas are the official
+server's, byte for byte (:mod:`.official_schemas`), plus one optional
+``project`` argument; their results are rendered as it renders them.
+"""
 
+from typing import Any
 
-def wrapped(key: str):
-    "Render a list result as the official server does: text is the list, structured content wraps it."
-    return lambda result: (pretty(result), {key: result})
+from fastmcp.tools import ToolResult
 
+from .bridge import Bridge
+from .official_schemas import OFFICIAL_TOOLS
+from .tooling import DELETES, READ_ONLY, WRITES, bridge_tool, json_result, pretty, text_result
 
-def success(message: str):
-    return lambda result: (message, {"success": True, "message": message})
-
-
-def graph(result):
-    return pretty(result), result
-
-
-async def create_entities(call, entities):
-    return await call.write(lambda memory: memory.create_entities(entities))
+PROJECT_ARGUMENT = {
+    "type": "string",
+    "description": "The project to use; defaults to the server's project. A server started with --project cannot use another.",
+}
 
 
-async def create_relations(call, relations):
-    return await call.write(lambda memory: memory.create_relations(relations))
+def official(hints: Any) -> Any:
+    "Declare one of the nine with the official server's title, description and schemas (the function's name is the tool's)."
+
+    def declare(function: Any) -> Any:
+        title, description, input_schema, output_schema = OFFICIAL_TOOLS[function.__name__]
+        schema = {**input_schema, "properties": {**input_schema.get("properties", {}), "project": PROJECT_ARGUMENT}}
+        return bridge_tool(title, hints, description=description, input_schema=schema, output_schema=output_schema)(function)
+
+    return declare
 
 
-async def add_observations(call, observations):
-    return await call.write(lambda memory: memory.add_observations(observations))
+def wrapped(key: str, result: list[Any]) -> ToolResult:
+    "A list result as the official server renders it: the text is the list, the structured content wraps it."
+    return text_result(pretty(result), {key: result})
 
 
-async def delete_entities(call, entityNames):
-    return await call.write(lambda memory: memory.delete_entities(entityNames))
+def success(message: str) -> ToolResult:
+    return text_result(message, {"success": True, "message": message})
 
 
-async def delete_observations(call, deletions):
-    return await call.write(lambda memory: memory.delete_observations(deletions))
+@official(WRITES)
+async def create_entities(bridge: Bridge, entities: list, project: str | None = None) -> ToolResult:
+    return wrapped("entities", await bridge.write(project, lambda memory: memory.create_entities(entities)))
 
 
-async def delete_relations(call, relations):
-    return await call.write(lambda memory: memory.delete_relations(relations))
+@official(WRITES)
+async def create_relations(bridge: Bridge, relations: list, project: str | None = None) -> ToolResult:
+    return wrapped("relations", await bridge.write(project, lambda memory: memory.create_relations(relations)))
 
 
-async def read_graph(call):
-    return await call.read(lambda memory: memory.read_graph())
+@official(WRITES)
+async def add_observations(bridge: Bridge, observations: list, project: str | None = None) -> ToolResult:
+    return wrapped("results", await bridge.write(project, lambda memory: memory.add_observations(observations)))
 
 
-async def search_nodes(call, query):
-    return await call.read(lambda memory: memory.search_nodes(query))
+@official(DELETES)
+async def delete_entities(bridge: Bridge, entityNames: list, project: str | None = None) -> ToolResult:
+    await bridge.write(project, lambda memory: memory.delete_entities(entityNames))
+    return success("Entities deleted successfully")
 
 
-async def open_nodes(call, names):
-    return await call.read(lambda memory: memory.open_nodes(names))
+@official(DELETES)
+async def delete_observations(bridge: Bridge, deletions: list, project: str | None = None) -> ToolResult:
+    await bridge.write(project, lambda memory: memory.delete_observations(deletions))
+    return success("Observations deleted successfully")
 
 
-def official(name, handler, annotations, render) -> BridgeTool:
-    title, description, input_schema, output_schema = OFFICIAL_TOOLS[name]
-    return BridgeTool(name, title, description, input_schema, annotations, handler, output_schema, render)
+@official(DELETES)
+async def delete_relations(bridge: Bridge, relations: list, project: str | None = None) -> ToolResult:
+    await bridge.write(project, lambda memory: memory.delete_relations(relations))
+    return success("Relations deleted successfully")
 
 
-TOOLS = [
-    official("create_entities", create_entities, WRITES, wrapped("entities")),
-    official("create_relations", create_relations, WRITES, wrapped("relations")),
-    official("add_observations", add_observations, WRITES, wrapped("results")),
-    official("delete_entities", delete_entities, DELETES, success("Entities deleted successfully")),
-    official("delete_observations", delete_observations, DELETES, success("Observations deleted successfully")),
-    official("delete_relations", delete_relations, DELETES, success("Relations deleted successfully")),
-    official("read_graph", read_graph, READ_ONLY, graph),
-    official("search_nodes", search_nodes, READ_ONLY, graph),
-    official("open_nodes", open_nodes, READ_ONLY, graph),
-]
+@official(READ_ONLY)
+async def read_graph(bridge: Bridge, project: str | None = None) -> ToolResult:
+    return json_result(await bridge.read(project, lambda memory: memory.read_graph()))
 
 
-async def knowledge_graph(call):
+@official(READ_ONLY)
+async def search_nodes(bridge: Bridge, query: str, project: str | None = None) -> ToolResult:
+    return json_result(await bridge.read(project, lambda memory: memory.search_nodes(query)))
+
+
+@official(READ_ONLY)
+async def open_nodes(bridge: Bridge, names: list, project: str | None = None) -> ToolResult:
+    return json_result(await bridge.read(project, lambda memory: memory.open_nodes(names)))
+
+
+TOOLS = [create_entities, create_relations, add_observations, delete_entities, delete_observations, delete_relations,
+         read_graph, search_nodes, open_nodes]
+
+
+async def knowledge_graph(bridge: Bridge) -> str:
     "The project's whole graph as JSON, as the official server's resource."
-    return pretty(await call.read(lambda memory: memory.read_graph()))
+    return pretty(await bridge.read(None, lambda memory: memory.read_graph()))
 
 
 # uri: (name, description, reader)

@@ -1,76 +1,54 @@
 """Ledger tools: record events and checkpoints, resume, verify the chain."""
 
-from datasette_memory.validation import MAX_OBSERVATION_BYTES, MAX_SUMMARY_BYTES
+from typing import Annotated
 
-from .server import READ_ONLY, WRITES, BridgeTool
+from fastmcp.tools import ToolResult
+from pydantic import Field
 
+from datasette_memory.core.validation import MAX_OBSERVATION_BYTES, MAX_SUMMARY_BYTES
 
-async def append_event(call, content, kind="note"):
-    return await call.write(lambda memory: memory.append_event(content, kind))
-
-
-async def checkpoint(call, summary):
-    return await call.write(lambda memory: memory.checkpoint(summary))
+from .bridge import Bridge
+from .tooling import READ_ONLY, WRITES, Project, bridge_tool, json_result
 
 
-async def get_resume_context(call, max_events=50):
-    return await call.read(lambda memory: memory.resume_context(max_events))
+@bridge_tool("Append Event", WRITES)
+async def append_event(
+    bridge: Bridge,
+    content: Annotated[str, Field(description=f"What happened (at most {MAX_OBSERVATION_BYTES} bytes)")],
+    kind: Annotated[str, Field(description="A short label such as note, decision or bug")] = "note",
+    project: Project = None,
+) -> ToolResult:
+    "Record something you did or decided in the ledger, such as a decision and its reason."
+    return json_result(await bridge.write(project, lambda memory: memory.append_event(content, kind)))
 
 
-async def verify_chain(call):
-    return await call.read(lambda memory: memory.verify_chain().to_dict())
+@bridge_tool("Checkpoint", WRITES)
+async def checkpoint(
+    bridge: Bridge,
+    summary: Annotated[str, Field(description=f"What was done and what is next (at most {MAX_SUMMARY_BYTES} bytes)")],
+    project: Project = None,
+) -> ToolResult:
+    """
+    Record a summary of the work so far and what comes next, anchored to the ledger head.
+    The next session's get_resume_context starts from it.
+    """
+    return json_result(await bridge.write(project, lambda memory: memory.checkpoint(summary)))
 
 
-TOOLS = [
-    BridgeTool(
-        "append_event",
-        "Append Event",
-        "Record something you did or decided in the ledger, such as a decision and its reason.",
-        {
-            "type": "object",
-            "properties": {
-                "content": {"type": "string", "description": f"What happened (at most {MAX_OBSERVATION_BYTES} bytes)"},
-                "kind": {"type": "string", "description": "A short label such as note, decision or bug (default note)"},
-            },
-            "required": ["content"],
-        },
-        WRITES,
-        append_event,
-    ),
-    BridgeTool(
-        "checkpoint",
-        "Checkpoint",
-        "Record a summary of the work so far and what comes next, anchored to the ledger head. "
-        "The next session's get_resume_context starts from it.",
-        {
-            "type": "object",
-            "properties": {
-                "summary": {"type": "string", "description": f"What was done and what is next (at most {MAX_SUMMARY_BYTES} bytes)"}
-            },
-            "required": ["summary"],
-        },
-        WRITES,
-        checkpoint,
-    ),
-    BridgeTool(
-        "get_resume_context",
-        "Get Resume Context",
-        "Call this first in every session: the latest checkpoint, the events since it (oldest first) and the ledger's status.",
-        {
-            "type": "object",
-            "properties": {
-                "max_events": {"type": "integer", "description": "Most events to return, 0 to 1000 (default 50)"}
-            },
-        },
-        READ_ONLY,
-        get_resume_context,
-    ),
-    BridgeTool(
-        "verify_chain",
-        "Verify Chain",
-        "Check the ledger's hash chain: reports the first event that was edited, deleted or reordered.",
-        {"type": "object", "properties": {}},
-        READ_ONLY,
-        verify_chain,
-    ),
-]
+@bridge_tool("Get Resume Context", READ_ONLY)
+async def get_resume_context(
+    bridge: Bridge,
+    max_events: Annotated[int, Field(description="Most events to return, 0 to 1000")] = 50,
+    project: Project = None,
+) -> ToolResult:
+    "Call this first in every session: the latest checkpoint, the events since it (oldest first) and the ledger's status."
+    return json_result(await bridge.read(project, lambda memory: memory.resume_context(max_events)))
+
+
+@bridge_tool("Verify Chain", READ_ONLY)
+async def verify_chain(bridge: Bridge, project: Project = None) -> ToolResult:
+    "Check the ledger's hash chain: reports the first event that was edited, deleted or reordered."
+    return json_result(await bridge.read(project, lambda memory: memory.verify_chain().to_dict()))
+
+
+TOOLS = [append_event, checkpoint, get_resume_context, verify_chain]

@@ -1,6 +1,6 @@
 import pytest
 
-from datasette_memory import Memory, vectors
+from datasette_memory import Config, Memory, SearchSettings
 
 
 @pytest.fixture
@@ -16,6 +16,6 @@ def memory(db_path):
 
 
 @pytest.fixture
-def no_vectors(monkeypatch):
-    "Switch the semantic arm off, as if the extra were not installed."
-    monkeypatch.setenv(vectors.NO_VECTORS_ENV, "1")
+def lexical():
+    "A configuration with the semantic arm off, as if the extra were not installed."
+    return Config(search=SearchSettings(semantic=False))

@@ -1,8 +1,6 @@
 """Shared by the SQL tool tests: a populated memory file, its persistent state, and the doors."""
 
-import dataclasses
 import hashlib
-import os
 import pathlib
 import shutil
 import sqlite3
@@ -11,10 +9,9 @@ import pytest
 from fastmcp import Client
 from fastmcp.exceptions import ToolError
 
-from datasette_memory import DEFAULT_PROJECT, Memory, MemoryStoreError
-from datasette_memory.sql import Limits, SqlTools
-from datasette_memory.sql.limits import env_var
-from datasette_memory.sql.snapshots import list_snapshots
+from datasette_memory import DEFAULT_PROJECT, Config, Memory, MemoryStoreError
+from datasette_memory.sqltools import Limits, SqlTools
+from datasette_memory.sqltools.snapshots import list_snapshots
 from mcp_bridge.backends import LocalBackend
 from mcp_bridge.server import create_server
 
@@ -132,34 +129,24 @@ def assert_only_audited(before: dict, after: dict, ok: bool):
     assert after["audit"][-1][2] == int(ok)
 
 
-def limit_environment() -> dict:
-    "The test caps as the environment variables the bridge reads."
-    return {env_var(field.name): str(getattr(LIMITS, field.name)) for field in dataclasses.fields(Limits)}
-
-
 class McpDoor:
     "Calls the tools through a real in-process fastmcp client of the bridge."
 
-    def __init__(self, backend, client, saved_environment):
+    def __init__(self, backend, client):
         self.backend = backend
         self.client = client
-        self.saved_environment = saved_environment
 
     @classmethod
     async def open(cls, path, project=None):
-        "A client of a bridge pinned to ``project`` (or the default project), with the test caps in its environment."
-        saved = {name: os.environ.get(name) for name in limit_environment()}
-        os.environ.update(limit_environment())
-        backend = LocalBackend(path, actor="agent")
+        "A client of a bridge pinned to ``project`` (or the default project), with the test caps."
+        backend = LocalBackend(path, actor="agent", config=Config(sql=LIMITS))
         client = Client(create_server(backend, project=project or DEFAULT_PROJECT))
         await client.__aenter__()
-        return cls(backend, client, saved)
+        return cls(backend, client)
 
     async def close(self):
         await self.client.__aexit__(None, None, None)
-        self.backend.conn.close()
-        for name, value in self.saved_environment.items():
-            os.environ.pop(name) if value is None else os.environ.__setitem__(name, value)
+        self.backend.close()
 
     async def __call__(self, tool: str, **arguments) -> str:
         try:

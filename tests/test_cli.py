@@ -1,6 +1,7 @@
 import hashlib
 import json
 import os
+import pathlib
 import socket
 import sqlite3
 import subprocess
@@ -14,19 +15,17 @@ from click.testing import CliRunner
 
 from datasette_memory import Memory, SchemaTooNewError
 from datasette_memory.cli import cli
-from datasette_memory.database import default_db_path
+from datasette_memory.cli.options import default_db_path
 
 
 def run(*args, env=None):
     return CliRunner().invoke(cli, list(args), env=env, catch_exceptions=False)
 
 
-def test_default_path_prefers_environment(monkeypatch, tmp_path):
-    monkeypatch.setenv("DATASETTE_MEMORY_DB", str(tmp_path / "team.db"))
-    assert default_db_path() == tmp_path / "team.db"
-    monkeypatch.delenv("DATASETTE_MEMORY_DB")
-    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
-    assert default_db_path() == tmp_path / "xdg" / "datasette-memory" / "memory.db"
+def test_default_path_prefers_environment(tmp_path):
+    assert default_db_path({"DATASETTE_MEMORY_DB": str(tmp_path / "team.db")}) == tmp_path / "team.db"
+    assert default_db_path({"XDG_DATA_HOME": str(tmp_path / "xdg")}) == tmp_path / "xdg" / "datasette-memory" / "memory.db"
+    assert default_db_path({}) == pathlib.Path("~/.local/share/datasette-memory/memory.db").expanduser()
 
 
 def test_verify_intact_and_broken(db_path):
@@ -105,7 +104,7 @@ def test_serve_grants_approvers_and_tokens_outlive_restarts(db_path):
     "create-token's tokens work on serve; --approver lets that signed-in person govern, never a token."
     from datasette.app import Datasette
 
-    from datasette_memory.cli import token_secret
+    from datasette_memory.cli.serve import token_secret
 
     token = run("create-token", "alice", "--db", str(db_path)).output.strip()
     cookie = Datasette(secret=token_secret(db_path.resolve())).sign({"a": {"id": "alice"}}, "actor")

@@ -4,8 +4,11 @@ import pathlib
 
 from cogapp import Cog
 
-from datasette_memory.cli import cli, datasette_config
-from mcp_bridge.server import tool_modules
+from datasette_memory import Config
+from datasette_memory.cli import cli
+from datasette_memory.plugin.resources import datasette_config
+from mcp_bridge.bridge import Bridge
+from mcp_bridge.server import build_tools
 
 README = pathlib.Path(__file__).parent.parent / "README.md"
 
@@ -22,9 +25,8 @@ def test_every_cli_command_is_documented():
 
 def test_every_mcp_tool_is_documented():
     readme = README.read_text()
-    for module in tool_modules():
-        for tool in module.TOOLS:
-            assert f"**`{tool.name}`**" in readme
+    for tool in build_tools(Bridge(None), Config()):
+        assert f"**`{tool.name}`**" in readme
 
 
 def test_every_stored_query_is_documented_and_tested():

@@ -99,8 +99,8 @@ async def test_agent_proposes_person_approves_agent_reads(server, db_path):
 
 
 async def test_agent_is_told_when_who_and_why_a_value_was_rejected(server, db_path):
-    Memory.open(db_path, actor="claude").propose_claim("auth", "uses", "mysql")
-    Memory.open(db_path).reject_claim(issue_reviewer("alice"), 1, "we never ran mysql")
+    Memory.open(db_path, actor="claude").governed.propose_claim("auth", "uses", "mysql")
+    Memory.open(db_path).governed.reject_claim(issue_reviewer("alice"), 1, "we never ran mysql")
     async with Client(server) as client:
         result = await client.call_tool(
             "propose_claim", {"subject": " AUTH", "predicate": "Uses", "object": "MySQL"}, raise_on_error=False

@@ -8,9 +8,8 @@ import hypothesis.strategies as st
 from hypothesis import HealthCheck, settings
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from datasette_memory import InvalidInput, Memory
-from datasette_memory.clock import format_time
-from datasette_memory.ledger import now
+from datasette_memory import Config, InvalidInput, Memory, SearchSettings
+from datasette_memory.core.clock import format_time, now
 
 from .governance import issue_reviewer
 
@@ -53,7 +52,8 @@ class FactHistory(RuleBasedStateMachine):
     def __init__(self):
         super().__init__()
         self.dir = tempfile.TemporaryDirectory()
-        self.memory = Memory.open(f"{self.dir.name}/memory.db", project="p", actor="claude")
+        lexical = Config(search=SearchSettings(semantic=False))  # nothing embeds in the background into self.dir
+        self.memory = Memory.open(f"{self.dir.name}/memory.db", project="p", actor="claude", config=lexical)
         self.facts = []
         self.record_times = []
 
@@ -80,15 +80,15 @@ class FactHistory(RuleBasedStateMachine):
     def enter(self, object, valid_from, valid_to, via_claim):
         if valid_to is not None and valid_to < valid_from:
             return self.expect_refusal(
-                lambda: self.memory.record_fact(REVIEWER, "db", "engine", object, "x", valid_from, valid_to)
+                lambda: self.memory.governed.record_fact(REVIEWER, "db", "engine", object, "x", valid_from, valid_to)
             )
-        proposed = self.memory.propose_claim("db", "engine", object, valid_from=valid_from) if via_claim and valid_to is None else None
+        proposed = self.memory.governed.propose_claim("db", "engine", object, valid_from=valid_from) if via_claim and valid_to is None else None
         if proposed and self.holding_now(object):
             assert (proposed["claim"], proposed["already_fact"]["id"]) == (None, self.holding_now(object).id)
         if proposed and proposed["claim"]:
-            fact = self.memory.approve_claim(REVIEWER, proposed["claim"]["id"], "approved")["fact"]
+            fact = self.memory.governed.approve_claim(REVIEWER, proposed["claim"]["id"], "approved")["fact"]
         else:
-            fact = self.memory.record_fact(REVIEWER, "db", "engine", object, "entered", valid_from, valid_to)["fact"]
+            fact = self.memory.governed.record_fact(REVIEWER, "db", "engine", object, "entered", valid_from, valid_to)["fact"]
         self.facts.append(ModelFact(fact["id"], object, valid_from, valid_to, fact["recorded_at"]))
         self.after_act()
 
@@ -99,8 +99,8 @@ class FactHistory(RuleBasedStateMachine):
         at = effective or now()
         same = object.strip().casefold() == fact.object.strip().casefold()
         if same or not fact.can_end_at(at):
-            return self.expect_refusal(lambda: self.memory.supersede_fact(REVIEWER, fact.id, object, "x", effective))
-        result = self.memory.supersede_fact(REVIEWER, fact.id, object, "replaced", effective)
+            return self.expect_refusal(lambda: self.memory.governed.supersede_fact(REVIEWER, fact.id, object, "x", effective))
+        result = self.memory.governed.supersede_fact(REVIEWER, fact.id, object, "replaced", effective)
         new, old = result["fact"], result["superseded"]
         assert (new["supersedes"], old["superseded_by"]) == (fact.id, new["id"])
         self.facts.append(ModelFact(new["id"], object, new["valid_from"], fact.valid_to, new["recorded_at"]))
@@ -112,8 +112,8 @@ class FactHistory(RuleBasedStateMachine):
     def invalidate(self, index, effective):
         fact = self.facts[index % len(self.facts)]
         if not fact.can_end_at(effective or now()):
-            return self.expect_refusal(lambda: self.memory.invalidate_fact(REVIEWER, fact.id, "x", effective))
-        changed = self.memory.invalidate_fact(REVIEWER, fact.id, "ended", effective)["fact"]
+            return self.expect_refusal(lambda: self.memory.governed.invalidate_fact(REVIEWER, fact.id, "x", effective))
+        changed = self.memory.governed.invalidate_fact(REVIEWER, fact.id, "ended", effective)["fact"]
         if effective is not None:
             assert changed["valid_to"] == effective
         fact.ends.append((changed["retracted_at"], changed["valid_to"]))
@@ -124,8 +124,8 @@ class FactHistory(RuleBasedStateMachine):
     def revalidate(self, index):
         fact = self.facts[index % len(self.facts)]
         if fact.valid_to is None:
-            return self.expect_refusal(lambda: self.memory.revalidate_fact(REVIEWER, fact.id, "x"))
-        self.memory.revalidate_fact(REVIEWER, fact.id, "holds again")
+            return self.expect_refusal(lambda: self.memory.governed.revalidate_fact(REVIEWER, fact.id, "x"))
+        self.memory.governed.revalidate_fact(REVIEWER, fact.id, "holds again")
         fact.ends.append((self.latest_record_time(), None))
         self.after_act()
 
@@ -140,13 +140,13 @@ class FactHistory(RuleBasedStateMachine):
         ]
 
     def actual(self, valid, recorded) -> list:
-        facts = self.memory.get_facts(as_of_valid=valid, as_of_recorded=recorded)["facts"]
+        facts = self.memory.governed.get_facts(as_of_valid=valid, as_of_recorded=recorded)["facts"]
         return [(f["id"], f["valid_to"]) for f in facts]
 
     @rule(valid=times, step=st.integers(0, 100))
     def as_of_both_axes(self, valid, step):
         recorded = self.record_times[step % len(self.record_times)] if self.record_times else "2000-01-01"
-        recorded = self.memory.get_facts(as_of_recorded=recorded)["as_of_recorded"]
+        recorded = self.memory.governed.get_facts(as_of_recorded=recorded)["as_of_recorded"]
         assert self.actual(valid, recorded) == self.expected(valid, recorded)
 
     @invariant()
@@ -160,7 +160,7 @@ class FactHistory(RuleBasedStateMachine):
         rows = self.memory.conn.execute("SELECT id, object, valid_from FROM facts ORDER BY id").fetchall()
         assert rows == [(f.id, f.object, f.valid_from) for f in self.facts]
         assert self.memory.verify_chain().ok
-        assert self.memory.verify_governed() == {"ok": True, "problems": []}
+        assert self.memory.governed.verify_governed() == {"ok": True, "problems": []}
 
 
 FactHistory.TestCase.settings = settings(

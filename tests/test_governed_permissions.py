@@ -5,7 +5,7 @@ from datasette.app import Datasette
 from datasette.tokens import TokenRestrictions
 
 from datasette_memory import Memory
-from datasette_memory.actions import APPROVE_ACTION
+from datasette_memory.governed.approve_action import APPROVE_ACTION
 
 from .governance import approver_config, issue_reviewer
 
@@ -28,12 +28,12 @@ def seed(db_path):
     reviewer = issue_reviewer("alice")
     memory = Memory.open(db_path, actor="claude")
     for value in ("postgres", "redis", "mysql"):
-        memory.propose_claim("auth", "uses", value)
-    memory.reject_claim(reviewer, 3, "never used mysql")
-    memory.record_fact(reviewer, "auth", "database", "postgres 16", "setup", valid_from=PAST)
-    memory.record_fact(reviewer, "auth", "cache", "redis", "setup", valid_from=PAST)
-    memory.record_fact(reviewer, "auth", "queue", "rabbitmq", "setup", valid_from=PAST)
-    memory.invalidate_fact(reviewer, 3, "replaced")
+        memory.governed.propose_claim("auth", "uses", value)
+    memory.governed.reject_claim(reviewer, 3, "never used mysql")
+    memory.governed.record_fact(reviewer, "auth", "database", "postgres 16", "setup", valid_from=PAST)
+    memory.governed.record_fact(reviewer, "auth", "cache", "redis", "setup", valid_from=PAST)
+    memory.governed.record_fact(reviewer, "auth", "queue", "rabbitmq", "setup", valid_from=PAST)
+    memory.governed.invalidate_fact(reviewer, 3, "replaced")
     memory.close()
 
 
@@ -204,7 +204,7 @@ async def test_rejected_value_error_carries_the_rejection(datasette, db_path):
     await datasette.client.post("/-/memory/claims/3/reject", json={"rationale": "no, really not"}, **PERSON)
     memory = Memory.open(db_path, actor="claude")
     with pytest.raises(Exception) as raised:
-        memory.propose_claim("AUTH", "uses", "MySQL")
+        memory.governed.propose_claim("AUTH", "uses", "MySQL")
     assert raised.value.rejection["rationale"] == "no, really not"
 
 
@@ -252,7 +252,7 @@ async def test_reads_respect_view_permission(db_path):
 ])
 def test_sql_tools_cannot_govern(db_path, tool, sql):
     from datasette_memory import MemoryStoreError
-    from datasette_memory.sql.tools import SqlTools
+    from datasette_memory.sqltools.tools import SqlTools
 
     seed(db_path)
     before = ledger_length(db_path)
@@ -263,4 +263,4 @@ def test_sql_tools_cannot_govern(db_path, tool, sql):
     memory = Memory.open(db_path)
     assert memory.conn.execute("SELECT count(*) FROM facts").fetchone()[0] == 3
     assert [r[0] for r in memory.conn.execute("SELECT status FROM claims ORDER BY id")] == ["candidate", "candidate", "rejected"]
-    assert memory.verify_governed()["ok"] and ledger_length(db_path) == before
+    assert memory.governed.verify_governed()["ok"] and ledger_length(db_path) == before

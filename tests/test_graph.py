@@ -4,7 +4,7 @@ import sqlite3
 import pytest
 
 from datasette_memory import InvalidInput, Memory, NotFound
-from datasette_memory.ledger import verify_chain
+from datasette_memory.core.ledger import verify_chain
 
 
 def entity(name, entity_type="thing", observations=()):

@@ -3,7 +3,7 @@ import sqlite3
 import pytest
 
 from datasette_memory import InvalidInput, Memory
-from datasette_memory.ledger import verify_chain
+from datasette_memory.core.ledger import verify_chain
 
 
 @pytest.fixture

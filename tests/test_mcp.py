@@ -12,7 +12,7 @@ from fastmcp.client.transports import StdioTransport, StreamableHttpTransport
 
 from datasette_memory import Memory
 from mcp_bridge.backends import LocalBackend
-from mcp_bridge.schemas import OFFICIAL_TOOLS
+from mcp_bridge.official_schemas import OFFICIAL_TOOLS
 from mcp_bridge.server import create_server
 
 OFFICIAL = list(OFFICIAL_TOOLS)

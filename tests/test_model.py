@@ -4,7 +4,7 @@ import hypothesis.strategies as st
 from hypothesis import HealthCheck, settings
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
-from datasette_memory import Memory, NotFound
+from datasette_memory import Config, Memory, NotFound, SearchSettings
 
 names = st.sampled_from(["auth", "db", "Auth", "ünï", "a/b", "x y"])
 texts = st.sampled_from(["port 8080", "uses postgres", "", "PORT", "ünïcode", "ÜNÏ", "x", "Ort 80"])
@@ -85,8 +85,10 @@ class GraphMachine(RuleBasedStateMachine):
         import tempfile
 
         self.dir = tempfile.TemporaryDirectory()
-        self.memory = Memory.open(f"{self.dir.name}/memory.db", project="p", actor="model")
-        self.other = Memory.open(f"{self.dir.name}/memory.db", project="other", actor="model")
+        # the graph is under test, not the semantic arm, which would embed in the background into self.dir
+        lexical = Config(search=SearchSettings(semantic=False))
+        self.memory = Memory.open(f"{self.dir.name}/memory.db", project="p", actor="model", config=lexical)
+        self.other = Memory.open(f"{self.dir.name}/memory.db", project="other", actor="model", config=lexical)
         self.other.create_entities([{"name": "auth", "entityType": "bystander", "observations": ["stay"]}])
         self.model = Model()
         self.expected_events = self.events()

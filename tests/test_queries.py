@@ -4,8 +4,8 @@ import pytest
 from datasette.app import Datasette
 
 from datasette_memory import Memory, MemoryStoreError
-from datasette_memory.cli import datasette_config
-from datasette_memory.sql import SqlTools
+from datasette_memory.plugin.resources import datasette_config
+from datasette_memory.sqltools import SqlTools
 
 from .governance import issue_reviewer
 
@@ -24,11 +24,11 @@ def datasette(db_path):
     )
     memory.delete_entities(["gone"])
     reviewer = issue_reviewer()
-    pending = memory.propose_claim("auth", "port", "8443")["claim"]
-    rejected = memory.propose_claim("auth", "owner", "nobody")["claim"]
-    memory.reject_claim(reviewer, rejected["id"], "Dana owns it")
-    old = memory.record_fact(reviewer, "auth", "port", "8080", "from the runbook")["fact"]
-    memory.supersede_fact(reviewer, old["id"], "8443", "moved after the mTLS rollout")
+    pending = memory.governed.propose_claim("auth", "port", "8443")["claim"]
+    rejected = memory.governed.propose_claim("auth", "owner", "nobody")["claim"]
+    memory.governed.reject_claim(reviewer, rejected["id"], "Dana owns it")
+    old = memory.governed.record_fact(reviewer, "auth", "port", "8080", "from the runbook")["fact"]
+    memory.governed.supersede_fact(reviewer, old["id"], "8443", "moved after the mTLS rollout")
     memory.conn.execute(
         "UPDATE entities SET created_at = '2020-01-01T00:00:00.000000+00:00' WHERE name = 'legacy-cron'"
     )

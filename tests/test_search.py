@@ -6,10 +6,12 @@ import sqlite3
 import hypothesis.strategies as st
 import pytest
 from hypothesis import HealthCheck, given, settings
-
 from sqlite_utils import Database
 
-from datasette_memory import InvalidInput, Memory, database, migrations, search
+from datasette_memory import InvalidInput, Memory
+from datasette_memory.core import database, migrations
+from datasette_memory.search import forgotten, fusion, ranking, terms
+from datasette_memory.search.candidates import natural_candidates
 
 
 def entity(name, entity_type, *observations):
@@ -32,6 +34,7 @@ def team(db_path):
     Memory(memory.conn, project="mobile").create_entities(
         [entity("auth-gateway", "service", "mobile auth-gateway listens on port 9443")]
     )
+    memory.wait_for_semantic_index()  # searched as soon as written, as when writes embedded their changes
     return memory
 
 
@@ -75,7 +78,7 @@ def test_abstains_when_memory_has_no_answer(team, question):
 
 
 @pytest.mark.parametrize(
-    "query,terms",
+    "query,expected",
     [
         ("What's the port? Who's on call?", ["port", "call"]),  # contractions are stop words, not "s"
         ("the invoicer’s format", ["invoicer", "format"]),  # a possessive is its word
@@ -84,23 +87,23 @@ def test_abstains_when_memory_has_no_answer(team, question):
         ("long-running jobs", ["long", "running", "jobs"]),
     ],
 )
-def test_question_wording_is_not_a_content_term(query, terms):
-    assert search.content_terms(query) == terms
+def test_question_wording_is_not_a_content_term(query, expected):
+    assert terms.content_terms(query) == expected
 
 
-def test_how_long_is_the_question_not_its_topic(db_path, monkeypatch, no_vectors):
+def test_how_long_is_the_question_not_its_topic(db_path, monkeypatch, lexical):
     "\"long\" is stored in another project, so as a term it would weigh in full and sink the question."
-    memory = Memory.open(db_path, project="payments")
+    memory = Memory.open(db_path, project="payments", config=lexical)
     memory.create_entities([entity("ledger-db", "database", "backups are kept for 30 days")])
-    Memory(memory.conn, project="jobs").create_entities([entity("batch", "service", "runs long jobs overnight")])
+    Memory(memory.conn, project="jobs", config=lexical).create_entities([entity("batch", "service", "runs long jobs overnight")])
     assert names(memory.search_memory("How long are backups kept?")) == ["ledger-db"]
-    monkeypatch.setattr(search, "HOW_WORDS", frozenset())
+    monkeypatch.setattr(terms, "HOW_WORDS", frozenset())
     assert memory.search_memory("How long are backups kept?")["results"] == []
 
 
-def test_one_observation_must_cover_the_question(db_path, no_vectors):
+def test_one_observation_must_cover_the_question(db_path, lexical):
     "Terms scattered over an entity's observations do not make a lexical match; one observation with them does."
-    memory = Memory.open(db_path)
+    memory = Memory.open(db_path, config=lexical)
     memory.create_entities(
         [
             entity("Ava", "person", "Ava signs the iOS builds", "Ava rotated off the release train", "Ava keeps the Xcode keys"),
@@ -114,9 +117,9 @@ def test_one_observation_must_cover_the_question(db_path, no_vectors):
     assert names(memory.search_memory("What does Ava sign?")) == ["Ava"]
 
 
-def test_questions_about_deleted_things_abstain(db_path, monkeypatch, no_vectors):
+def test_questions_about_deleted_things_abstain(db_path, monkeypatch, lexical):
     "A question that a deleted passage would have answered abstains: its unknown words keep their full weight."
-    memory = Memory.open(db_path, project="data")
+    memory = Memory.open(db_path, project="data", config=lexical)
     memory.create_entities(
         [
             entity("JupyterHub", "service", "idle notebook servers are culled after 2 hours"),
@@ -128,16 +131,16 @@ def test_questions_about_deleted_things_abstain(db_path, monkeypatch, no_vectors
     assert names(memory.search_memory(question))[0] == "JupyterHub"
     memory.delete_entities(["JupyterHub"])
     assert memory.search_memory(question)["results"] == []
-    candidates, stats = search.natural_candidates(memory.conn, "data", search.content_terms(question))
-    assert search.forgotten_terms(memory.conn, "data", stats, 0.45) == {"jupyterhub", "culling"}
-    assert search.forgotten_terms(memory.conn, "other", stats, 0.45) == set()  # per project
-    monkeypatch.setattr(search, "forgotten_terms", lambda *args: set())  # without the rule, a look-alike answers
+    candidates, stats = natural_candidates(memory.conn, "data", terms.content_terms(question))
+    assert forgotten.forgotten_terms(memory.conn, "data", stats, 0.45) == {"jupyterhub", "culling"}
+    assert forgotten.forgotten_terms(memory.conn, "other", stats, 0.45) == set()  # per project
+    monkeypatch.setattr(ranking, "forgotten_terms", lambda *args: set())  # without the rule, a look-alike answers
     assert names(memory.search_memory(question)) == ["snowflake"]
 
 
-def test_an_unrelated_deletion_does_not_make_question_words_count(db_path, no_vectors):
+def test_an_unrelated_deletion_does_not_make_question_words_count(db_path, lexical):
     "A deleted note that shares one question word with a question did not answer it: the word stays question wording."
-    memory = Memory.open(db_path, project="data")
+    memory = Memory.open(db_path, project="data", config=lexical)
     memory.create_entities(
         [
             entity("snowflake", "warehouse", "warehouses suspend when idle for 5 minutes"),
@@ -148,14 +151,14 @@ def test_an_unrelated_deletion_does_not_make_question_words_count(db_path, no_ve
     assert names(memory.search_memory("snowflake idle suspension policy")) == ["snowflake"]
 
 
-def test_deletions_from_before_the_deleted_words_index_are_indexed(db_path, no_vectors):
+def test_deletions_from_before_the_deleted_words_index_are_indexed(db_path, lexical):
     "A file whose ledger recorded deletions before migration m007 gets them indexed, beside an agent's own deleted_fts."
     conn = sqlite3.connect(db_path)
     database.configure(conn)
-    with database.immediate(conn):
+    with database.write_transaction(conn):
         migrations.migrations.apply(Database(conn, execute_plugins=False), stop_before="m007_deleted_words")
     conn.execute("CREATE TABLE deleted_fts (note TEXT)")  # an agent's table, made when the name was free
-    older = Memory(conn, project="data")  # written as by a version without m007
+    older = Memory(conn, project="data", config=lexical)  # written as by a version without m007
     older.create_entities(
         [entity("JupyterHub", "service", "idle notebook servers are culled"), entity("spark", "service", "uses Glacier archives")]
     )
@@ -163,10 +166,10 @@ def test_deletions_from_before_the_deleted_words_index_are_indexed(db_path, no_v
     older.delete_observations([{"entityName": "spark", "observations": ["uses Glacier archives"]}])
     conn.commit()
     conn.close()
-    memory = Memory.open(db_path, project="data")
+    memory = Memory.open(db_path, project="data", config=lexical)
 
     def deleted(term):
-        return bool(search.deleted_events(memory.conn, "data", term))
+        return bool(forgotten.deleted_events(memory.conn, "data", term))
 
     assert deleted("jupyterhub") and deleted("culling")  # a deleted entity, stemmed as the search indexes are
     assert deleted("glacier") and deleted("archive")  # a deleted observation
@@ -175,15 +178,15 @@ def test_deletions_from_before_the_deleted_words_index_are_indexed(db_path, no_v
     assert memory.conn.execute("SELECT count(*) FROM deleted_fts").fetchone()[0] == 0
 
 
-def test_a_word_of_another_projects_name_is_not_a_reason_to_abstain(db_path, no_vectors):
+def test_a_word_of_another_projects_name_is_not_a_reason_to_abstain(db_path, lexical):
     "Lexical search ignores project names; the semantic arm stays out only for a real project's, not the default one's."
-    memory = Memory.open(db_path, project="payments")
+    memory = Memory.open(db_path, project="payments", config=lexical)
     memory.create_entities([entity("auth-gateway", "service", "auth-gateway listens on port 8443")])
-    Memory(memory.conn).create_entities([entity("scratch", "note", "anything")])  # the default project
-    Memory(memory.conn, project="mobile").create_entities([entity("app", "client", "the iOS app")])
+    Memory(memory.conn, config=lexical).create_entities([entity("scratch", "note", "anything")])  # the default project
+    Memory(memory.conn, project="mobile", config=lexical).create_entities([entity("app", "client", "the iOS app")])
     assert names(memory.search_memory("What is the default port of the auth gateway?")) == ["auth-gateway"]
     assert names(memory.search_memory("mobile auth gateway port")) == ["auth-gateway"]
-    words = search.other_project_words(memory.conn, "payments")
+    words = fusion.other_project_words(memory.conn, "payments")
     assert "mobile" in words and "default" not in words
 
 
@@ -255,8 +258,8 @@ def test_deleted_memory_never_comes_back(team):
     ]
 
 
-def test_newer_observation_breaks_ties(db_path):
-    memory = Memory.open(db_path)
+def test_newer_observation_breaks_ties(db_path, lexical):
+    memory = Memory.open(db_path, config=lexical)
     memory.create_entities([entity("old", "note", "cache size is 512"), entity("new", "note", "cache size is 256")])
     assert names(memory.search_memory("cache size")) == ["new", "old"]
 

@@ -13,9 +13,8 @@ from fastmcp.client.transports import StreamableHttpTransport
 from fastmcp.exceptions import ToolError
 
 from datasette_memory import Memory
-from datasette_memory.sql import SqlTools
-from datasette_memory.sql.limits import env_var
-from datasette_memory.cli_options import sql_limit_options
+from datasette_memory.cli.options import config_options, sql_env_var as env_var
+from datasette_memory.sqltools import Limits, SqlTools
 from mcp_bridge.backends import LocalBackend
 from mcp_bridge.server import create_server
 from mcp_bridge.sql_tools import TOOLS
@@ -104,21 +103,26 @@ async def test_over_http_the_token_actor_is_audited(db_path):
 
 
 def test_every_sql_tool_is_in_the_module():
-    assert [tool.name for tool in TOOLS] == SQL_TOOLS
+    assert [tool.__name__ for tool in TOOLS] == SQL_TOOLS
 
 
-def test_cap_flags_set_the_variables_the_tools_read(monkeypatch):
-    for name in (env_var("max_rows"), "DATASETTE_MEMORY_SNAPSHOT_DIR"):
-        monkeypatch.setenv(name, "")  # restored after the test, whatever the flags set
-        monkeypatch.delenv(name)
+def test_cap_flags_and_variables_make_the_config_and_leave_the_environment_alone():
+    before = dict(os.environ)
 
     @click.command()
-    @sql_limit_options
-    def serve():
-        click.echo(os.environ[env_var("max_rows")] + " " + os.environ.get("DATASETTE_MEMORY_SNAPSHOT_DIR", ""))
+    @config_options
+    def serve(config):
+        click.echo(f"{config.sql.max_rows} {config.sql.timeout_ms} {config.snapshot_dir} {config.search.semantic}")
 
-    result = CliRunner().invoke(serve, ["--sql-max-rows", "12", "--snapshot-dir", "/tmp/snaps"])
-    assert result.output == "12 /tmp/snaps\n"
+    result = CliRunner().invoke(
+        serve,
+        ["--sql-max-rows", "12", "--snapshot-dir", "/tmp/snaps"],
+        env={env_var("timeout_ms"): "250", "DATASETTE_MEMORY_NO_VECTORS": "1"},
+    )
+    assert result.output == "12 250 /tmp/snaps False\n"
+    defaults = CliRunner().invoke(serve, [], env={env_var("timeout_ms"): None, "DATASETTE_MEMORY_NO_VECTORS": None})
+    assert defaults.output == f"{Limits().max_rows} {Limits().timeout_ms} None True\n"
     assert "--sql-timeout-ms" in CliRunner().invoke(serve, ["--help"]).output
     refused = CliRunner().invoke(serve, ["--sql-max-rows", "0"])
-    assert refused.exit_code == 2 and "must be at least 1" in refused.output
+    assert refused.exit_code == 2 and "--sql-max-rows: must be at least 1, got 0" in refused.output
+    assert dict(os.environ) == before

@@ -8,10 +8,11 @@ recording the failure. Contained: the call's effect stays within the caps.
 import pytest
 
 from datasette_memory import Memory
-from datasette_memory.sql import SqlLimitExceeded
-from datasette_memory.sql.regex import ripgrep
+from datasette_memory.sqltools import SqlLimitExceeded
+from datasette_memory.sqltools.regex import ripgrep
 
 from .sql_support import ITEMS, LIMITS, DoorError, assert_only_audited, connect, path, sql_template, state, tools_for  # noqa: F401
+
 
 def case(tool, id, match, project=None, setup=(), **arguments):
     return pytest.param(tool, arguments, match, project, setup, id=id)

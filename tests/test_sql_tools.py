@@ -6,12 +6,11 @@ import sqlite3
 import pytest
 
 from datasette_memory import InvalidInput, Memory
-from datasette_memory.sql import Limits, SqlLimitExceeded, SqlRefused
-from datasette_memory.sql.connections import open_agent_connection
-from datasette_memory.sql.lexer import statement
-from datasette_memory.sql.limits import env_var
-from datasette_memory.sql.names import is_memory, memory_objects
-from datasette_memory.sql.regex import ripgrep
+from datasette_memory.sqltools import Limits, SqlLimitExceeded, SqlRefused
+from datasette_memory.sqltools.connections import open_agent_connection
+from datasette_memory.sqltools.lexer import statement
+from datasette_memory.sqltools.names import is_memory, memory_objects
+from datasette_memory.sqltools.regex import ripgrep
 
 from .sql_support import LIMITS, path, sql_template, tools_for  # noqa: F401
 
@@ -117,9 +116,8 @@ def test_snapshot_tool(tools, path):
     assert len(list(folder.glob("*-manual.db"))) == 2
 
 
-def test_snapshot_folder_is_configurable(path, tmp_path, monkeypatch):
-    monkeypatch.setenv("DATASETTE_MEMORY_SNAPSHOT_DIR", str(tmp_path / "elsewhere"))
-    tools_for(path).snapshot("x")
+def test_snapshot_folder_is_configurable(path, tmp_path):
+    tools_for(path, snapshot_dir=tmp_path / "elsewhere").snapshot("x")
     assert len(list((tmp_path / "elsewhere").glob("memory-*-manual.db"))) == 1
 
 
@@ -246,13 +244,15 @@ def test_the_audit_log_is_append_only_even_outside_the_tools(path):
     conn.close()
 
 
-def test_limits_come_from_the_environment(monkeypatch):
-    monkeypatch.setenv(env_var("max_rows"), "7")
-    assert Limits.from_env().max_rows == 7
-    assert Limits.from_env(max_rows=9).max_rows == 9
-    monkeypatch.setenv(env_var("timeout_ms"), "soon")
-    with pytest.raises(InvalidInput, match="DATASETTE_MEMORY_SQL_TIMEOUT_MS: must be a whole number"):
-        Limits.from_env()
+def test_limits_from_settings_are_checked():
+    assert Limits.from_mapping({"max_rows": 7}).max_rows == 7
+    assert Limits.from_mapping({}) == Limits()
+    with pytest.raises(InvalidInput, match="sql.timeout_ms: must be a whole number, got 'soon'"):
+        Limits.from_mapping({"timeout_ms": "soon"})
+    with pytest.raises(InvalidInput, match="sql.max_rows: must be at least 1, got 0"):
+        Limits.from_mapping({"max_rows": 0})
+    with pytest.raises(InvalidInput, match="sql.rows: unknown cap; the caps are "):
+        Limits.from_mapping({"rows": 5})
 
 
 def test_memory_objects_are_exactly_what_the_migrations_make(tmp_path):

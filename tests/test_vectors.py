@@ -1,21 +1,28 @@
-"""The optional semantic arm: lexical fallback without it; with it, paraphrases, deletes, scope, backfill.
+"""The optional semantic arm: lexical without it; with it, paraphrases, deletes, scope, backfill, and embedding off the write path.
 
-The tests without the extra run everywhere: they switch the arm off with
-``DATASETTE_MEMORY_NO_VECTORS=1``, which behaves as if the extra were missing.
-The tests with it need ``pip install 'datasette-memory[vectors]'`` and are
+The tests without the extra run everywhere: they switch the arm off with the
+search setting ``semantic``, which behaves as if the extra were missing. The
+tests with it need ``pip install 'datasette-memory[vectors]'`` and are
 skipped, by name, where it is not installed.
 """
 
 import json
+import subprocess
+import sys
+import threading
 
+import click
 import pytest
 from click.testing import CliRunner
 
-from datasette_memory import Memory, search, vectors
+from datasette_memory import Memory, vectors
 from datasette_memory.cli import cli
+from datasette_memory.cli.options import search_settings
+from datasette_memory.search import fusion, ranking
+from datasette_memory.vectors import index, nearest
+from datasette_memory.vectors.side_file import close_side_files, side_file, side_file_path_for
 
 from .test_search import entity
-
 
 TEAM = [
     entity("auth-gateway", "service", "handles sign-in and token issuance for the web app", "listens on port 8443"),
@@ -36,8 +43,8 @@ def backfill(db_path, **env):
 
 
 @pytest.fixture
-def lexical_team(db_path, no_vectors):
-    memory = Memory.open(db_path, project="payments")
+def lexical_team(db_path, lexical):
+    memory = Memory.open(db_path, project="payments", config=lexical)
     memory.create_entities(TEAM)
     yield memory
     memory.close()
@@ -47,62 +54,59 @@ def lexical_team(db_path, no_vectors):
 
 
 @pytest.mark.parametrize("value,available", [("1", False), ("true", False), ("0", vectors.extra_installed()), ("", vectors.extra_installed())])
-def test_switch_turns_the_arm_off(monkeypatch, value, available):
-    monkeypatch.setenv(vectors.NO_VECTORS_ENV, value)
-    assert vectors.vectors_available() is available
+def test_switch_turns_the_arm_off(value, available):
+    assert search_settings({"DATASETTE_MEMORY_NO_VECTORS": value}).semantic_on() is available
 
 
 def test_without_vectors_search_is_lexical(lexical_team, db_path):
-    assert not vectors.side_file_path_for(db_path).exists()  # writes made no side file
+    assert not side_file_path_for(db_path).exists()  # writes made no side file
     assert lexical_team.search_memory(PARAPHRASE)["results"] == []  # no shared words: abstains
     result = lexical_team.search_memory("card tokens")
     assert names(result) == ["card-vault"]
     assert all(r["why"] == "match" and r["matched_terms"] for r in result["results"])
-    assert vectors.similar(lexical_team.conn, "payments", PARAPHRASE) is None
+    assert result["semantic"] == {"state": "off"}
+    assert lexical_team.wait_for_semantic_index(timeout=0)
 
 
-def test_without_vectors_ranking_is_exactly_lexical(lexical_team):
+def test_without_vectors_ranking_is_exactly_lexical(lexical_team, lexical):
     "The fusion step is a no-op when the arm is off."
     for query in ["auth port", "when do backups run?", PARAPHRASE]:
-        mode, kept, _ = search.find(lexical_team.conn, "payments", query, search.DEFAULT_MIN_COVERAGE)
-        assert search.fused(kept, None) == kept
+        mode, kept, _ = ranking.find(lexical_team.conn, "payments", query, ranking.DEFAULT_MIN_COVERAGE, lexical.search)
+        assert fusion.fused(kept, None, lexical.search) == kept
         assert all(c.fused is None for c in kept)
 
 
 def test_backfill_says_the_switch_is_on(lexical_team, db_path):
-    result = backfill(db_path, **{vectors.NO_VECTORS_ENV: "1"})
+    result = backfill(db_path, DATASETTE_MEMORY_NO_VECTORS="1")
     assert result.exit_code == 1
     assert "semantic search is off" in result.output
     assert "pip install 'datasette-memory[vectors]'" in result.output
-    assert not vectors.side_file_path_for(db_path).exists()
+    assert not side_file_path_for(db_path).exists()
 
 
 def test_backfill_says_the_extra_is_missing(monkeypatch, db_path):
-    monkeypatch.delenv(vectors.NO_VECTORS_ENV, raising=False)
     monkeypatch.setattr(vectors, "extra_installed", lambda: False)
-    result = backfill(db_path)
+    result = backfill(db_path, DATASETTE_MEMORY_NO_VECTORS=None)
     assert result.exit_code == 1
     assert "the vectors extra is not installed" in result.output
     assert "pip install 'datasette-memory[vectors]'" in result.output
 
 
 @pytest.mark.parametrize("value", ["heavy", "1,5"])
-def test_bad_tuning_value_names_the_variable(monkeypatch, value):
-    monkeypatch.setenv("DATASETTE_MEMORY_RRF_BM25", value)
-    with pytest.raises(ValueError, match=r"\$DATASETTE_MEMORY_RRF_BM25 must be a number"):
-        search.env_float("DATASETTE_MEMORY_RRF_BM25", 1.0)
+def test_bad_tuning_value_names_the_variable(value):
+    with pytest.raises(click.ClickException, match=r"\$DATASETTE_MEMORY_RRF_BM25 must be a number such as 1.0"):
+        search_settings({"DATASETTE_MEMORY_RRF_BM25": value})
 
 
 # ---- with the extra
 
 
 @pytest.fixture
-def semantic(monkeypatch):
+def semantic():
     for module in vectors.REQUIRED_MODULES:
         pytest.importorskip(module, reason="needs pip install 'datasette-memory[vectors]'")
-    monkeypatch.delenv(vectors.NO_VECTORS_ENV, raising=False)
     yield
-    vectors.close_side_files()
+    close_side_files()
 
 
 @pytest.fixture
@@ -110,18 +114,23 @@ def team(db_path, semantic):
     memory = Memory.open(db_path, project="payments")
     memory.create_entities(TEAM)
     memory.create_relations([{"from": "Dana", "to": "auth-gateway", "relationType": "maintains"}])
+    assert memory.wait_for_semantic_index(timeout=120)
     yield memory
+    memory.wait_for_semantic_index(timeout=120)
     memory.close()
 
 
 def side_rows(memory) -> dict:
-    with vectors.side_file(memory.conn) as side:
+    "What the side file holds, once the index has caught up with every write so far."
+    assert memory.wait_for_semantic_index(timeout=120)
+    with side_file(memory.conn) as side:
         rows = side.execute("SELECT project, name, digest FROM entity_digests").fetchall()
     return {(project, name): digest for project, name, digest in rows}
 
 
 def test_writes_embed_every_entity(team, db_path):
-    assert vectors.side_file_path_for(db_path).exists()
+    assert side_file_path_for(db_path).exists()
+    assert team.search_memory("card tokens")["semantic"] == {"state": "current"}
     assert set(side_rows(team)) == {("payments", e["name"]) for e in TEAM}
 
 
@@ -163,6 +172,7 @@ def test_fts_syntax_stays_lexical(team):
 
 def test_deleted_entity_loses_its_vector(team):
     team.delete_entities(["card-vault"])
+    assert "card-vault" not in json.dumps(team.search_memory(PARAPHRASE, limit=50)["results"])  # caught up or not
     assert ("payments", "card-vault") not in side_rows(team)
     assert "card-vault" not in json.dumps(team.search_memory(PARAPHRASE, limit=50)["results"])
 
@@ -170,8 +180,11 @@ def test_deleted_entity_loses_its_vector(team):
 def test_deleted_observation_is_re_embedded_and_never_returned(team):
     before = side_rows(team)[("payments", "auth-gateway")]
     team.delete_observations([{"entityName": "auth-gateway", "observations": ["listens on port 8443"]}])
+    queries = ["which port does sign-in listen on", "8443", "what box answers logins"]
+    for query in queries:  # before the index has caught up: the old vector no longer matches the entity
+        assert "8443" not in json.dumps(team.search_memory(query, limit=50, expand=True)["results"])
     assert side_rows(team)[("payments", "auth-gateway")] != before
-    for query in ["which port does sign-in listen on", "8443", "what box answers logins"]:
+    for query in queries:
         assert "8443" not in json.dumps(team.search_memory(query, limit=50, expand=True)["results"])
 
 
@@ -201,6 +214,7 @@ def test_scope_holds(team):
 def test_closer_match_in_another_project_means_no_answer(team):
     "A question whose best match is another project's thing is not answered with this one's look-alike."
     Memory(team.conn, project="mobile").create_entities([entity("Priya", "person", "Priya is on call for the mobile iOS app")])
+    assert team.wait_for_semantic_index(timeout=120)
     assert team.search_memory("who is on call for the iPhone app?")["results"] == []
     assert team.search_memory("Who is on call for mobile?")["results"] == []  # names another project
 
@@ -214,24 +228,89 @@ def test_questions_about_deleted_things_get_no_look_alike(team, monkeypatch):
         ]
     )
     team.delete_entities(["JupyterHub"])
+    assert team.wait_for_semantic_index(timeout=120)
     query = "JupyterHub idle culling"
     assert team.search_memory(query)["results"] == []
-    monkeypatch.setattr(search, "forgotten_terms", lambda *args: set())  # without the rule the look-alike comes back
+    monkeypatch.setattr(ranking, "forgotten_terms", lambda *args: set())  # without the rule the look-alike comes back
     assert names(team.search_memory(query)) == ["spark"]
 
 
-def test_backfill_shows_progress_and_is_idempotent(db_path, semantic, monkeypatch):
-    monkeypatch.setenv(vectors.NO_VECTORS_ENV, "1")
+def test_backfill_shows_progress_and_is_idempotent(db_path, semantic, lexical):
+    Memory.open(db_path, project="payments", config=lexical).create_entities(TEAM)  # stored before the extra
     memory = Memory.open(db_path, project="payments")
-    memory.create_entities(TEAM)
-    monkeypatch.delenv(vectors.NO_VECTORS_ENV)
-    assert vectors.similar(memory.conn, "payments", PARAPHRASE) is None  # nothing embedded yet
+    assert nearest.similar(memory.conn, "payments", PARAPHRASE) is None  # nothing embedded yet
+    assert memory.search_memory(PARAPHRASE)["semantic"]["state"] == "not built"
     first = backfill(db_path)
     assert first.exit_code == 0, first.output
     assert "Embedding entities" in first.output
     assert f"{len(TEAM)} entities, {len(TEAM)} embedded, 0 deleted ones forgotten" in first.output
-    assert str(vectors.side_file_path_for(db_path.resolve())) in first.output
+    assert str(side_file_path_for(db_path.resolve())) in first.output
     again = backfill(db_path)
     assert f"{len(TEAM)} entities, 0 embedded" in again.output
+    found = memory.search_memory(PARAPHRASE)
+    assert names(found)[0] == "card-vault" and found["semantic"] == {"state": "current"}
+    memory.close()
+
+
+# ---- embedding off the write path
+
+
+def test_writes_commit_without_waiting_for_the_model(db_path, semantic, monkeypatch):
+    "The embedder is held; the write returns anyway, and search says the index is behind until it catches up."
+    release = threading.Event()
+    embed = index.embed
+
+    def held(texts):
+        release.wait(60)
+        return embed(texts)
+
+    monkeypatch.setattr(index, "embed", held)
+    memory = Memory.open(db_path, project="payments")
+    memory.create_entities(TEAM)  # returns although the embedder is held
+    behind = memory.search_memory(PARAPHRASE)
+    assert behind["semantic"]["state"] == "behind" and behind["semantic"]["changes_pending"] == len(TEAM)
+    assert behind["results"] == []  # the lexical answer: no shared words
+    assert not memory.wait_for_semantic_index(timeout=0.2)
+    release.set()
+    assert memory.wait_for_semantic_index(timeout=120)
+    found = memory.search_memory(PARAPHRASE)
+    assert found["semantic"] == {"state": "current"}
+    assert names(found)[0] == "card-vault"
+    memory.close()
+
+
+def test_a_search_catches_up_what_no_process_did(team, lexical):
+    "Progress is kept in the side file: changes no process embedded are caught up when a search finds them."
+    Memory(team.conn, project="payments", config=lexical).create_entities(
+        [entity("fraud-screen", "service", "scores every payment for the risk that it is stolen")]
+    )  # a writer with the arm off asks for no catch-up
+    assert team.search_memory("anything")["semantic"]["state"] == "behind"  # and this search asks for one
+    assert team.wait_for_semantic_index(timeout=120)
+    assert ("payments", "fraud-screen") in side_rows(team)
+    assert team.search_memory("anything")["semantic"] == {"state": "current"}
+
+
+def test_a_process_embeds_its_writes_before_it_ends(db_path, semantic):
+    "A short-lived writer (a command, a stdio server whose agent left) finishes the catch-up it started."
+    script = (
+        "import sys; from datasette_memory import Memory; "
+        "Memory.open(sys.argv[1], project='payments').create_entities("
+        "[{'name': 'card-vault', 'entityType': 'service', 'observations': ['replaces card numbers with tokens']}])"
+    )
+    finished = subprocess.run([sys.executable, "-c", script, str(db_path)], capture_output=True, text=True, timeout=300)
+    assert finished.returncode == 0 and finished.stderr == "", finished.stderr
+    memory = Memory.open(db_path, project="payments")
+    assert memory.search_memory(PARAPHRASE)["semantic"] == {"state": "current"}
+    assert names(memory.search_memory(PARAPHRASE)) == ["card-vault"]
+    memory.close()
+
+
+def test_import_leaves_the_index_current(db_path, semantic, tmp_path):
+    lines = [json.dumps({"type": "entity", **e}) for e in TEAM]
+    (tmp_path / "memory.jsonl").write_text("\n".join(lines))
+    result = CliRunner().invoke(cli, ["import", str(tmp_path / "memory.jsonl"), "--db", str(db_path), "--project", "payments"])
+    assert result.exit_code == 0, result.output
+    memory = Memory.open(db_path, project="payments")
+    assert memory.search_memory(PARAPHRASE)["semantic"] == {"state": "current"}
     assert names(memory.search_memory(PARAPHRASE))[0] == "card-vault"
     memory.close()

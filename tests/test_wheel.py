@@ -12,7 +12,7 @@ import asyncio, pathlib, sys
 import datasette_memory
 from datasette.app import Datasette
 from datasette_memory import Memory
-from datasette_memory.resources import resource_path
+from datasette_memory.plugin.resources import resource_path
 
 target = pathlib.Path(sys.argv[1])
 assert pathlib.Path(datasette_memory.__file__).is_relative_to(target), datasette_memory.__file__

@@ -3,7 +3,7 @@
 from datasette import hookimpl
 from datasette.permissions import Action
 
-from ..actions import APPROVE_ACTION
+from ..governed.approve_action import APPROVE_ACTION
 
 
 @hookimpl(specname="register_actions")

@@ -1,12 +1,19 @@
-"""Finding the memory database in Datasette, migrating it, and writing to it."""
+"""Finding the memory database in Datasette, its configuration, migrating it, and calling the core on it."""
+
+import weakref
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from datasette import hookimpl
 
-from ..database import BUSY_TIMEOUT_MS, migrate
+from ..config import Config
+from ..core.database import BUSY_TIMEOUT_MS, migrate
 from ..memory import Memory
 
 PLUGIN_NAME = "datasette-memory"
 DEFAULT_DATABASE = "memory"
+T = TypeVar("T")
+_configs: "weakref.WeakKeyDictionary[Any, Config]" = weakref.WeakKeyDictionary()
 
 
 def memory_database_name(datasette) -> str:
@@ -19,6 +26,17 @@ def memory_database(datasette):
     return datasette.databases.get(memory_database_name(datasette))
 
 
+def memory_config(datasette) -> Config:
+    """
+    What this Datasette configured for memory: ``plugins: datasette-memory:`` in
+    its configuration (``search``, ``sql``, ``snapshot_dir``), read once.
+    ``datasette-memory serve`` fills it in from its flags and the environment.
+    """
+    if datasette not in _configs:
+        _configs[datasette] = Config.from_mapping(datasette.plugin_config(PLUGIN_NAME) or {})
+    return _configs[datasette]
+
+
 @hookimpl
 def prepare_connection(conn, database, datasette):
     if database == memory_database_name(datasette):
@@ -29,6 +47,7 @@ def prepare_connection(conn, database, datasette):
 @hookimpl
 def startup(datasette):
     async def inner():
+        memory_config(datasette)  # a mistake in the configuration stops the server here, not on a request
         db = memory_database(datasette)
         if db is not None and db.is_mutable:
             await db.execute_write_fn(migrate, transaction=False)
@@ -36,7 +55,7 @@ def startup(datasette):
     return inner
 
 
-async def call_memory(datasette, function, write: bool = False, **memory_options):
+async def call_memory(datasette, function: Callable[[Memory], T], write: bool = False, **memory_options: Any) -> T:
     """
     Run ``function(memory)`` against the memory database: reads on a read
     connection, writes on Datasette's write thread. :class:`Memory` opens its
@@ -47,9 +66,10 @@ async def call_memory(datasette, function, write: bool = False, **memory_options
     :param write: whether ``function`` writes
     :param memory_options: ``project``, ``actor``, ``session``, ``allow_secrets``
     """
+    config = memory_config(datasette)
 
     def run(conn):
-        return function(Memory(conn, **memory_options))
+        return function(Memory(conn, config=config, **memory_options))
 
     db = memory_database(datasette)
     if write:

@@ -2,7 +2,7 @@
 
 Reads (claims, facts, contradictions, context packs) need ``view-database`` on
 the memory database, like the rest of Datasette's JSON API, so scripts can use
-API tokens. Governance acts need a :class:`~datasette_memory.gate.Reviewer`:
+API tokens. Governance acts need a :class:`~datasette_memory.governed.gate.Reviewer`:
 a signed-in person holding ``memory-approve``, never a token.
 """
 
@@ -10,10 +10,9 @@ import json
 
 from datasette import Response, hookimpl
 
-from ..errors import InvalidInput, NotFound
-from ..gate import reviewer_for_request
-from ..memory import DEFAULT_PROJECT
-from ..validation import type_name
+from ..core.errors import InvalidInput, NotFound
+from ..core.validation import DEFAULT_PROJECT, type_name
+from ..governed.gate import reviewer_for_request
 from .connection import call_memory
 from .json_api import int_arg, json_errors, read_memory
 
@@ -71,7 +70,7 @@ async def perform(datasette, request, required: tuple, optional: tuple, method: 
     project = arguments.pop("project", None) or request.args.get("project") or DEFAULT_PROJECT
     result = await call_memory(
         datasette,
-        lambda memory: getattr(memory, method)(reviewer, *args, **arguments),
+        lambda memory: getattr(memory.governed, method)(reviewer, *args, **arguments),
         write=True,
         project=project,
         actor=reviewer.actor,
@@ -105,7 +104,7 @@ async def enter_fact(datasette, request):
 async def claims_json(datasette, request):
     "``GET /-/memory/claims.json?status=&project=&limit=``"
     status, limit = request.args.get("status"), int_arg(request, "limit", 100)
-    found = await read_memory(datasette, request, lambda memory: memory.list_claims(status, limit))
+    found = await read_memory(datasette, request, lambda memory: memory.governed.list_claims(status, limit))
     return Response.json({"ok": True, "claims": found})
 
 
@@ -114,13 +113,13 @@ async def facts_json(datasette, request):
     "``GET /-/memory/facts.json?subject=&predicate=&as_of_valid=&as_of_recorded=&project=``"
     names = ("subject", "predicate", "as_of_valid", "as_of_recorded")
     arguments = {name: request.args.get(name) for name in names}
-    return Response.json({"ok": True, **(await read_memory(datasette, request, lambda memory: memory.get_facts(**arguments)))})
+    return Response.json({"ok": True, **(await read_memory(datasette, request, lambda memory: memory.governed.get_facts(**arguments)))})
 
 
 @json_errors
 async def contradictions_json(datasette, request):
     "``GET /-/memory/contradictions.json?project=``"
-    found = await read_memory(datasette, request, lambda memory: memory.contradictions())
+    found = await read_memory(datasette, request, lambda memory: memory.governed.contradictions())
     return Response.json({"ok": True, "contradictions": found})
 
 
@@ -129,7 +128,7 @@ async def context_pack_json(datasette, request):
     "``GET /-/memory/context-pack.json?q=&budget=&include_proposed=&project=``"
     query, budget = request.args.get("q", ""), int_arg(request, "budget", 4000)
     include_proposed = request.args.get("include_proposed", "1") not in ("0", "false", "no")
-    pack = await read_memory(datasette, request, lambda memory: memory.build_context_pack(query, budget, include_proposed))
+    pack = await read_memory(datasette, request, lambda memory: memory.governed.build_context_pack(query, budget, include_proposed))
     return Response.json({"ok": True, **pack})
 
 

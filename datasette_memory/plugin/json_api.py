@@ -3,8 +3,8 @@
 from datasette import Response
 from datasette.resources import DatabaseResource
 
-from ..errors import InvalidInput, MemoryStoreError, NotFound
-from ..memory import DEFAULT_PROJECT
+from ..core.errors import InvalidInput, MemoryStoreError, NotFound
+from ..core.validation import DEFAULT_PROJECT
 from .connection import call_memory, memory_database, memory_database_name
 
 

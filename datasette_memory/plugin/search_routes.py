@@ -3,10 +3,10 @@
 from datasette import Response, hookimpl
 from datasette.resources import DatabaseResource
 
-from ..errors import MemoryStoreError
-from ..memory import DEFAULT_PROJECT
+from ..core.errors import MemoryStoreError
+from ..core.validation import DEFAULT_PROJECT
 from ..overview import project_names
-from ..search import DEFAULT_BUDGET, DEFAULT_LIMIT
+from ..search.memory_search import DEFAULT_BUDGET, DEFAULT_LIMIT
 from .connection import memory_database
 from .json_api import int_arg, json_errors, read_memory
 

@@ -3,7 +3,7 @@
 from datasette import hookimpl
 from jinja2 import ChoiceLoader, FileSystemLoader
 
-from ..resources import resource_path
+from .resources import resource_path
 
 
 @hookimpl

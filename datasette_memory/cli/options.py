@@ -1,0 +1,160 @@
+"""What the commands share: the memory file, and the configuration read from flags and the environment.
+
+This is the one place the environment is read for configuration: each SQL cap
+is a ``--sql-<cap>`` flag or its ``DATASETTE_MEMORY_SQL_<CAP>`` variable, the
+snapshot folder ``--snapshot-dir`` or ``DATASETTE_MEMORY_SNAPSHOT_DIR``, and the
+search settings ``DATASETTE_MEMORY_NO_VECTORS`` and the tuning variables in
+:data:`SEARCH_ENV`. Commands get them as one :class:`~datasette_memory.Config`.
+"""
+
+import dataclasses
+import functools
+import os
+import pathlib
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import click
+
+from ..config import Config
+from ..core.database import connect
+from ..core.errors import InvalidInput, MemoryStoreError
+from ..memory import Memory
+from ..search.settings import SearchSettings
+from ..sqltools.limits import Limits, positive_int
+
+DB_ENV = "DATASETTE_MEMORY_DB"
+SQL_ENV_PREFIX = "DATASETTE_MEMORY_SQL_"
+SNAPSHOT_DIR_ENV = "DATASETTE_MEMORY_SNAPSHOT_DIR"
+NO_VECTORS_ENV = "DATASETTE_MEMORY_NO_VECTORS"
+# variable: the search setting it sets
+SEARCH_ENV = {
+    "DATASETTE_MEMORY_RRF_BM25": "rrf_bm25",
+    "DATASETTE_MEMORY_RRF_VECTOR": "rrf_vector",
+    "DATASETTE_MEMORY_RRF_K": "rrf_k",
+    "DATASETTE_MEMORY_VECTOR_MIN_SIMILARITY": "vector_min_similarity",
+    "DATASETTE_MEMORY_VECTOR_BAND": "vector_band",
+    "DATASETTE_MEMORY_VECTOR_ELSEWHERE_MARGIN": "vector_elsewhere_margin",
+}
+
+
+def default_db_path(environ: Mapping[str, str]) -> pathlib.Path:
+    """
+    The memory file used when no path is given: ``$DATASETTE_MEMORY_DB``, else
+    ``memory.db`` in the per-user data directory (``$XDG_DATA_HOME`` or
+    ``~/.local/share``) under ``datasette-memory``.
+
+    :param environ: the environment
+    """
+    if environ.get(DB_ENV):
+        return pathlib.Path(environ[DB_ENV]).expanduser()
+    data_home = environ.get("XDG_DATA_HOME") or "~/.local/share"
+    return pathlib.Path(data_home).expanduser() / "datasette-memory" / "memory.db"
+
+
+def db_option(function: Callable[..., Any]) -> Callable[..., Any]:
+    "The ``--db`` option every command shares."
+    return click.option(
+        "--db",
+        "db_path",
+        type=click.Path(dir_okay=False, path_type=pathlib.Path),
+        help=f"The memory file. Default: ${DB_ENV}, else memory.db in "
+        "$XDG_DATA_HOME/datasette-memory (~/.local/share/datasette-memory)",
+    )(function)
+
+
+def resolve(db_path: pathlib.Path | None) -> pathlib.Path:
+    "The memory file a command uses: ``--db``, else the default."
+    return (db_path or default_db_path(os.environ)).expanduser().resolve()
+
+
+def open_db(db_path: pathlib.Path | None) -> tuple[pathlib.Path, Any]:
+    "Open and migrate the memory file, or exit with the reason it cannot be."
+    path = resolve(db_path)
+    try:
+        return path, connect(path)
+    except MemoryStoreError as e:
+        raise click.ClickException(f"{path}: {e}")
+
+
+def sql_env_var(cap: str) -> str:
+    "The environment variable setting one SQL cap."
+    return SQL_ENV_PREFIX + cap.upper()
+
+
+def search_settings(environ: Mapping[str, str]) -> SearchSettings:
+    """
+    The search settings the environment asks for.
+
+    :param environ: the environment
+    :raises click.ClickException: naming a variable that is not a number
+    """
+    values: dict[str, object] = {}
+    if environ.get(NO_VECTORS_ENV, "").strip().lower() not in ("", "0", "false", "no"):
+        values["semantic"] = False
+    defaults = SearchSettings()
+    for name, field in SEARCH_ENV.items():
+        text = environ.get(name, "").strip()
+        if text:
+            try:
+                values[field] = float(text)
+            except ValueError:
+                raise click.ClickException(f"${name} must be a number such as {getattr(defaults, field)}, not {text!r}")
+    return SearchSettings.from_mapping(values)
+
+
+def environment_config() -> Config:
+    "The configuration of a command without flags for it: the search settings from the environment."
+    return Config(search=search_settings(os.environ))
+
+
+def wait_for_vectors(memory: Memory) -> None:
+    "Before a command that wrote ends: let the semantic index catch up, saying so if it takes a moment."
+    if not memory.wait_for_semantic_index(timeout=0.5):
+        click.echo("Embedding the changes for semantic search...", err=True)
+        memory.wait_for_semantic_index()
+
+
+def checked_cap(ctx: click.Context, param: click.Parameter, value: Any) -> int | None:
+    "A flag's cap as a whole number of at least 1, or a usage error naming the flag."
+    if value is None:
+        return None
+    try:
+        return positive_int(value, "--" + str(param.name).replace("_", "-"))
+    except InvalidInput as e:
+        raise click.BadParameter(str(e))
+
+
+def config_options(function: Callable[..., Any]) -> Callable[..., Any]:
+    """
+    Add ``--sql-<cap>`` for every SQL cap, and ``--snapshot-dir``, to a click
+    command; it is called with ``config``, a :class:`~datasette_memory.Config`
+    holding them and the search settings from the environment.
+    """
+
+    @functools.wraps(function)
+    def command(*args: Any, **kwargs: Any) -> Any:
+        caps = {f.name: kwargs.pop("sql_" + f.name) for f in dataclasses.fields(Limits)}
+        snapshot_dir = kwargs.pop("snapshot_dir")
+        kwargs["config"] = Config(
+            search=search_settings(os.environ),
+            sql=Limits(**{name: value for name, value in caps.items() if value is not None}),
+            snapshot_dir=pathlib.Path(snapshot_dir).expanduser() if snapshot_dir else None,
+        )
+        return function(*args, **kwargs)
+
+    for field in reversed(dataclasses.fields(Limits)):
+        command = click.option(
+            "--sql-" + field.name.replace("_", "-"),
+            "sql_" + field.name,
+            type=click.INT,
+            envvar=sql_env_var(field.name),
+            callback=checked_cap,
+            help=f"{field.metadata['help']}  [default: {field.default}]",
+        )(command)
+    return click.option(
+        "--snapshot-dir",
+        type=click.Path(file_okay=False),
+        envvar=SNAPSHOT_DIR_ENV,
+        help="Where snapshots go  [default: <file stem>-snapshots beside the memory file]",
+    )(command)

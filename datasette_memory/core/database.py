@@ -1,0 +1,145 @@
+"""Opening a memory file: pragmas, migrations, and the one write transaction every writer uses."""
+
+import contextlib
+import pathlib
+import sqlite3
+import time
+from collections.abc import Iterator
+
+from sqlite_utils import Database
+
+from .errors import SchemaTooNewError
+from .migrations import MIGRATION_SET, migrations
+
+BUSY_TIMEOUT_MS = 30_000
+
+
+def configure(conn: sqlite3.Connection) -> None:
+    """
+    Set the pragmas every connection to a memory file needs.
+
+    :param conn: an open connection; it is switched to explicit transactions
+    """
+    conn.isolation_level = None
+    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    conn.execute("PRAGMA foreign_keys = ON")
+
+
+def unknown_migrations(conn: sqlite3.Connection) -> list[str]:
+    """
+    Names of applied migrations this code does not know: a newer schema.
+
+    :param conn: an open connection
+    """
+    exists = conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE name = ?", [migrations.migrations_table]
+    ).fetchone()
+    if not exists:
+        return []
+    known = {m.name for m in migrations._migrations}
+    applied = [
+        row[0]
+        for row in conn.execute(
+            f"SELECT name FROM [{migrations.migrations_table}] WHERE migration_set = ?",
+            [MIGRATION_SET],
+        )
+    ]
+    return [name for name in applied if name not in known]
+
+
+def migrate(conn: sqlite3.Connection) -> None:
+    """
+    Bring a memory file's schema up to date, refusing one written by newer code.
+
+    Runs inside one IMMEDIATE transaction so processes opening a new file at
+    the same moment apply each migration exactly once.
+
+    :param conn: a connection configured by :func:`configure`
+    :raises SchemaTooNewError: if the file has migrations this code lacks
+    """
+    check_not_newer(conn)
+    enable_wal(conn)
+    db = Database(conn, execute_plugins=False)
+    if not migrations.pending(db):
+        return
+    with write_transaction(conn):
+        check_not_newer(conn)
+        migrations.apply(db)
+
+
+def enable_wal(conn: sqlite3.Connection) -> None:
+    """
+    Switch the file to WAL, waiting out other processes doing the same.
+
+    SQLite does not call the busy handler for a journal mode change, so a new
+    file opened by several processes at once needs this retry loop.
+
+    :param conn: a connection with no transaction open
+    """
+    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:
+            if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                conn.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as e:
+            if "locked" not in str(e) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)
+
+
+def check_not_newer(conn: sqlite3.Connection) -> None:
+    """
+    Raise :class:`SchemaTooNewError` if newer code wrote this file.
+
+    :param conn: an open connection
+    """
+    newer = unknown_migrations(conn)
+    if newer:
+        raise SchemaTooNewError(
+            "this memory file was written by a newer datasette-memory "
+            f"(unknown migrations: {', '.join(newer)}); "
+            "upgrade datasette-memory to open it. The file was not modified."
+        )
+
+
+def connect(path: str | pathlib.Path) -> sqlite3.Connection:
+    """
+    Open (creating if needed) and migrate the memory file at ``path``.
+
+    :param path: the memory file; its parent folder is created if missing
+    """
+    path = pathlib.Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(str(path), check_same_thread=False)
+    try:
+        configure(conn)
+        migrate(conn)
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+@contextlib.contextmanager
+def write_transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """
+    One write transaction that takes the write lock up front (``BEGIN
+    IMMEDIATE``): committed if the block ends normally, rolled back on any error.
+
+    Every writer uses it: the core's calls, migrations, the SQL tools and their
+    audit log, and the vector side file. Reading the ledger head and appending
+    an event inside it cannot race with another process, so the chain never forks.
+
+    :param conn: a connection with no transaction open (any DB-API connection
+        in autocommit mode, such as the vector side file's)
+    """
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield conn
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+    else:
+        conn.execute("COMMIT")

@@ -1,0 +1,188 @@
+"""The hash-chained, append-only ledger of every mutation.
+
+Each event holds who, where (machine and a per-machine logical clock), what,
+the old and new value, and a sha256 over a canonical serialization that
+includes the previous event's hash. Values enter the hash by digest, so a later
+redaction can clear a value and keep the chain valid.
+"""
+
+import hashlib
+import json
+import sqlite3
+from dataclasses import dataclass
+from typing import Any
+
+from .clock import now
+
+GENESIS_HASH = "0" * 64
+HASHED_FIELDS = (
+    "machine",
+    "clock",
+    "ts",
+    "actor",
+    "session",
+    "project",
+    "kind",
+    "target",
+    "old_digest",
+    "new_digest",
+    "prev_hash",
+)
+EVENT_COLUMNS = ("id",) + HASHED_FIELDS + ("old", "new", "hash")
+
+
+def canonical(value: Any) -> str:
+    "The one serialization that hashes are computed over."
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def digest(text: str | None) -> str | None:
+    "sha256 of a stored value, or None for no value."
+    if text is None:
+        return None
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def event_hash(event: dict[str, Any]) -> str:
+    """
+    The hash of one event: over its metadata, its values' digests (so redacting
+    a value keeps the chain valid) and the previous event's hash.
+
+    :param event: a mapping holding every name in ``HASHED_FIELDS``
+    """
+    return hashlib.sha256(
+        canonical({field: event[field] for field in HASHED_FIELDS}).encode("utf-8")
+    ).hexdigest()
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who is making a change: recorded on every event."""
+
+    actor: str = "local"
+    session: str | None = None
+
+
+def machine_id(conn: sqlite3.Connection) -> str:
+    "This memory file's machine id, made when the file was created."
+    return conn.execute(
+        "SELECT value FROM memory_meta WHERE key = 'machine_id'"
+    ).fetchone()[0]
+
+
+def head(conn: sqlite3.Connection) -> tuple[int | None, str]:
+    "The newest event as ``(id, hash)``, or ``(None, GENESIS_HASH)``."
+    row = conn.execute("SELECT id, hash FROM events ORDER BY id DESC LIMIT 1").fetchone()
+    return row if row else (None, GENESIS_HASH)
+
+
+def append_event(
+    conn: sqlite3.Connection, caller: Caller, project: str, kind: str, target: str, old: Any = None, new: Any = None
+) -> dict[str, Any]:
+    """
+    Append one event to the ledger. Call inside the transaction making the change.
+
+    :param conn: a connection inside an IMMEDIATE transaction
+    :param caller: who made the change
+    :param project: the project scope of the change
+    :param kind: what happened, such as ``create_entity``
+    :param target: what it happened to, such as an entity name
+    :param old: the value before, JSON-serializable, or None
+    :param new: the value after, JSON-serializable, or None
+    """
+    machine = machine_id(conn)
+    clock = conn.execute(
+        "SELECT coalesce(max(clock), 0) + 1 FROM events WHERE machine = ?", [machine]
+    ).fetchone()[0]
+    old_text = None if old is None else canonical(old)
+    new_text = None if new is None else canonical(new)
+    event = {
+        "machine": machine,
+        "clock": clock,
+        "ts": now(),
+        "actor": caller.actor,
+        "session": caller.session,
+        "project": project,
+        "kind": kind,
+        "target": target,
+        "old": old_text,
+        "new": new_text,
+        "old_digest": digest(old_text),
+        "new_digest": digest(new_text),
+        "prev_hash": head(conn)[1],
+    }
+    event["hash"] = event_hash(event)
+    columns = list(event)
+    cursor = conn.execute(
+        f"INSERT INTO events ({', '.join(columns)}) VALUES ({', '.join('?' for _ in columns)})",
+        [event[c] for c in columns],
+    )
+    event["id"] = cursor.lastrowid
+    return event
+
+
+@dataclass
+class ChainStatus:
+    """The result of :func:`verify_chain`."""
+
+    ok: bool
+    events: int
+    head_hash: str
+    broken_event_id: int | None = None
+    problem: str | None = None
+
+    def summary(self) -> str:
+        "One line for people."
+        if self.ok:
+            return f"ledger intact: {self.events} events, head {self.head_hash[:12]}"
+        return f"ledger broken at event {self.broken_event_id}: {self.problem}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "ok": self.ok,
+            "events": self.events,
+            "head_hash": self.head_hash,
+            "broken_event_id": self.broken_event_id,
+            "problem": self.problem,
+            "summary": self.summary(),
+        }
+
+
+def verify_chain(conn: sqlite3.Connection) -> ChainStatus:
+    """
+    Walk the ledger in order and report the first event that was edited,
+    deleted, reordered or inserted out of turn.
+
+    :param conn: an open connection
+    """
+    prev_hash = GENESIS_HASH
+    count = 0
+    rows = conn.execute(f"SELECT {', '.join(EVENT_COLUMNS)} FROM events ORDER BY id")
+    for values in rows:
+        event = dict(zip(EVENT_COLUMNS, values))
+        problem = event_problem(event, prev_hash)
+        if problem:
+            return ChainStatus(False, count, prev_hash, event["id"], problem)
+        prev_hash = event["hash"]
+        count += 1
+    return ChainStatus(True, count, prev_hash)
+
+
+def event_problem(event: dict[str, Any], prev_hash: str) -> str | None:
+    "Why ``event`` does not follow ``prev_hash``, or None if it does."
+    if event["prev_hash"] != prev_hash:
+        return "its prev_hash does not match the previous event (an event was deleted, inserted or reordered)"
+    for side in ("old", "new"):
+        if event[side] is not None and digest(event[side]) != event[f"{side}_digest"]:
+            return f"its {side} value does not match its digest (the value was edited)"
+    if event_hash(event) != event["hash"]:
+        return "its hash does not match its contents (the event was edited)"
+    return None
+
+
+def event_dict(event: dict[str, Any]) -> dict[str, Any]:
+    "An event as callers see it: values decoded, digests left out."
+    decoded = {k: event[k] for k in ("id", "machine", "clock", "ts", "actor", "session", "project", "kind", "target", "hash")}
+    decoded["old"] = None if event["old"] is None else json.loads(event["old"])
+    decoded["new"] = None if event["new"] is None else json.loads(event["new"])
+    return decoded

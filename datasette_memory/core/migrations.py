@@ -1,0 +1,424 @@
+"""The memory file's schema, as ordered sqlite-utils migrations.
+
+Never edit an applied migration: add ``m00N_...`` below it instead.
+"""
+
+import sqlite3
+import uuid
+
+from sqlite_utils import Database
+from sqlite_utils.migrations import Migrations
+
+MIGRATION_SET = "datasette_memory"
+
+migrations = Migrations(MIGRATION_SET)
+
+
+def run_script(db: Database, script: str) -> None:
+    """
+    Run each statement of ``script`` inside the caller's transaction.
+
+    ``executescript`` would commit the transaction that keeps two processes
+    from migrating one file at once, so statements go one at a time.
+    """
+    statement = ""
+    for line in script.splitlines(keepends=True):
+        statement += line
+        if sqlite3.complete_statement(statement):
+            db.execute(statement)
+            statement = ""
+    assert not statement.strip(), f"incomplete statement: {statement}"
+
+
+@migrations()
+def m001_initial(db: Database) -> None:
+    run_script(
+        db,
+        """
+        CREATE TABLE memory_meta (
+            key TEXT PRIMARY KEY,
+            value TEXT NOT NULL
+        );
+        CREATE TABLE entities (
+            id INTEGER PRIMARY KEY,
+            project TEXT NOT NULL,
+            name TEXT NOT NULL,
+            entity_type TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            UNIQUE (project, name)
+        );
+        CREATE TABLE observations (
+            id INTEGER PRIMARY KEY,
+            entity_id INTEGER NOT NULL REFERENCES entities(id) ON DELETE CASCADE,
+            content TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            UNIQUE (entity_id, content)
+        );
+        CREATE TABLE relations (
+            id INTEGER PRIMARY KEY,
+            project TEXT NOT NULL,
+            from_entity TEXT NOT NULL,
+            to_entity TEXT NOT NULL,
+            relation_type TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            UNIQUE (project, from_entity, to_entity, relation_type)
+        );
+        CREATE INDEX relations_to ON relations (project, to_entity);
+        """
+    )
+    db["memory_meta"].insert({"key": "machine_id", "value": uuid.uuid4().hex})
+
+
+@migrations()
+def m002_ledger(db: Database) -> None:
+    run_script(
+        db,
+        """
+        CREATE TABLE events (
+            id INTEGER PRIMARY KEY,
+            machine TEXT NOT NULL,
+            clock INTEGER NOT NULL,
+            ts TEXT NOT NULL,
+            actor TEXT NOT NULL,
+            session TEXT,
+            project TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            target TEXT NOT NULL,
+            old TEXT,
+            new TEXT,
+            old_digest TEXT,
+            new_digest TEXT,
+            prev_hash TEXT NOT NULL,
+            hash TEXT NOT NULL UNIQUE,
+            UNIQUE (machine, clock)
+        );
+        CREATE TRIGGER events_refuse_update BEFORE UPDATE ON events
+        BEGIN
+            SELECT RAISE(ABORT, 'the ledger is append-only: events cannot be updated');
+        END;
+        CREATE TRIGGER events_refuse_delete BEFORE DELETE ON events
+        BEGIN
+            SELECT RAISE(ABORT, 'the ledger is append-only: events cannot be deleted');
+        END;
+        CREATE TABLE checkpoints (
+            id INTEGER PRIMARY KEY,
+            project TEXT NOT NULL,
+            ts TEXT NOT NULL,
+            actor TEXT NOT NULL,
+            session TEXT,
+            summary TEXT NOT NULL,
+            head_event_id INTEGER REFERENCES events(id),
+            head_hash TEXT NOT NULL
+        );
+        CREATE TRIGGER checkpoints_refuse_update BEFORE UPDATE ON checkpoints
+        BEGIN
+            SELECT RAISE(ABORT, 'checkpoints are append-only: they cannot be updated');
+        END;
+        CREATE TRIGGER checkpoints_refuse_delete BEFORE DELETE ON checkpoints
+        BEGIN
+            SELECT RAISE(ABORT, 'checkpoints are append-only: they cannot be deleted');
+        END;
+        """
+    )
+
+
+@migrations()
+def m003_sql_audit(db: Database) -> None:
+    # One row per SQL tool call, refused ones included; append-only like the
+    # ledger. sql_views holds the descriptions of views saved by create_view.
+    run_script(
+        db,
+        """
+        CREATE TABLE sql_audit (
+            id INTEGER PRIMARY KEY,
+            ts TEXT NOT NULL,
+            actor TEXT NOT NULL,
+            session TEXT,
+            project TEXT,
+            tool TEXT NOT NULL,
+            arguments TEXT NOT NULL,
+            reason TEXT,
+            ok INTEGER NOT NULL,
+            error TEXT,
+            outcome TEXT,
+            rows_changed INTEGER,
+            snapshot TEXT,
+            detail TEXT,
+            duration_ms REAL NOT NULL
+        );
+        CREATE TRIGGER sql_audit_refuse_update BEFORE UPDATE ON sql_audit
+        BEGIN
+            SELECT RAISE(ABORT, 'the SQL audit log is append-only: rows cannot be updated');
+        END;
+        CREATE TRIGGER sql_audit_refuse_delete BEFORE DELETE ON sql_audit
+        BEGIN
+            SELECT RAISE(ABORT, 'the SQL audit log is append-only: rows cannot be deleted');
+        END;
+        CREATE VIEW query_errors AS
+            SELECT id, ts, actor, session, project, tool, error, arguments
+            FROM sql_audit WHERE ok = 0 ORDER BY id DESC;
+        CREATE TABLE sql_views (
+            name TEXT PRIMARY KEY,
+            description TEXT NOT NULL,
+            select_sql TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            actor TEXT NOT NULL
+        );
+        """
+    )
+
+
+@migrations()
+def m004_governed_tier(db: Database) -> None:
+    # Claims are agents' proposals; facts are made only by a person. Neither is
+    # ever deleted, and what they say never changes: the triggers refuse it.
+    # fact_history records each change to a fact's validity at its record time,
+    # which is what as-of reads on the record axis consult.
+    run_script(
+        db,
+        """
+        CREATE TABLE claims (
+            id INTEGER PRIMARY KEY,
+            project TEXT NOT NULL,
+            subject TEXT NOT NULL,
+            predicate TEXT NOT NULL,
+            object TEXT NOT NULL,
+            subject_key TEXT NOT NULL,
+            predicate_key TEXT NOT NULL,
+            object_key TEXT NOT NULL,
+            valid_from TEXT,
+            confidence REAL CHECK (confidence IS NULL OR confidence BETWEEN 0 AND 1),
+            status TEXT NOT NULL DEFAULT 'candidate' CHECK (status IN ('candidate', 'approved', 'rejected')),
+            proposed_by TEXT NOT NULL,
+            proposed_at TEXT NOT NULL,
+            fact_id INTEGER REFERENCES facts(id)
+        );
+        CREATE INDEX claims_by_value ON claims (project, subject_key, predicate_key, object_key);
+        CREATE UNIQUE INDEX claims_one_pending_per_value ON claims (project, subject_key, predicate_key, object_key)
+            WHERE status = 'candidate';
+        CREATE TRIGGER claims_refuse_delete BEFORE DELETE ON claims
+        BEGIN
+            SELECT RAISE(ABORT, 'claims are never deleted: a person rejects one instead');
+        END;
+        CREATE TRIGGER claims_keep_their_statement
+        BEFORE UPDATE OF id, project, subject, predicate, object, subject_key, predicate_key, object_key,
+            valid_from, confidence, proposed_by, proposed_at ON claims
+        BEGIN
+            SELECT RAISE(ABORT, 'what a claim says never changes: propose a new claim instead');
+        END;
+        CREATE TRIGGER claims_status_moves_by_review BEFORE UPDATE OF status ON claims
+        WHEN NOT ((OLD.status = 'candidate' AND NEW.status IN ('approved', 'rejected'))
+            OR (OLD.status = 'rejected' AND NEW.status = 'candidate'))
+        BEGIN
+            SELECT RAISE(ABORT, 'a claim moves only from candidate to approved or rejected, or from rejected back to candidate');
+        END;
+        CREATE TRIGGER claims_fact_is_set_once BEFORE UPDATE OF fact_id ON claims
+        WHEN OLD.fact_id IS NOT NULL
+        BEGIN
+            SELECT RAISE(ABORT, 'an approved claim keeps the fact it became');
+        END;
+        CREATE TABLE claim_evidence (
+            id INTEGER PRIMARY KEY,
+            claim_id INTEGER NOT NULL REFERENCES claims(id),
+            kind TEXT NOT NULL CHECK (kind IN ('text', 'observation')),
+            entity TEXT NOT NULL DEFAULT '',
+            content TEXT NOT NULL,
+            added_by TEXT NOT NULL,
+            added_at TEXT NOT NULL,
+            UNIQUE (claim_id, kind, entity, content)
+        );
+        CREATE TRIGGER claim_evidence_refuse_update BEFORE UPDATE ON claim_evidence
+        BEGIN
+            SELECT RAISE(ABORT, 'evidence is append-only: it cannot be updated');
+        END;
+        CREATE TRIGGER claim_evidence_refuse_delete BEFORE DELETE ON claim_evidence
+        BEGIN
+            SELECT RAISE(ABORT, 'evidence is append-only: it cannot be deleted');
+        END;
+        CREATE TABLE claim_reviews (
+            id INTEGER PRIMARY KEY,
+            claim_id INTEGER NOT NULL REFERENCES claims(id),
+            act TEXT NOT NULL CHECK (act IN ('approve', 'reject', 'reopen')),
+            reviewer TEXT NOT NULL,
+            reviewed_at TEXT NOT NULL,
+            rationale TEXT NOT NULL,
+            fact_id INTEGER REFERENCES facts(id)
+        );
+        CREATE INDEX claim_reviews_by_claim ON claim_reviews (claim_id, id);
+        CREATE TRIGGER claim_reviews_refuse_update BEFORE UPDATE ON claim_reviews
+        BEGIN
+            SELECT RAISE(ABORT, 'reviews are append-only: they cannot be updated');
+        END;
+        CREATE TRIGGER claim_reviews_refuse_delete BEFORE DELETE ON claim_reviews
+        BEGIN
+            SELECT RAISE(ABORT, 'reviews are append-only: they cannot be deleted');
+        END;
+        CREATE TABLE facts (
+            id INTEGER PRIMARY KEY,
+            project TEXT NOT NULL,
+            subject TEXT NOT NULL,
+            predicate TEXT NOT NULL,
+            object TEXT NOT NULL,
+            subject_key TEXT NOT NULL,
+            predicate_key TEXT NOT NULL,
+            object_key TEXT NOT NULL,
+            valid_from TEXT NOT NULL,
+            valid_to TEXT CHECK (valid_to IS NULL OR valid_to >= valid_from),
+            recorded_at TEXT NOT NULL,
+            retracted_at TEXT,
+            recorded_by TEXT NOT NULL,
+            rationale TEXT NOT NULL,
+            claim_id INTEGER REFERENCES claims(id),
+            supersedes INTEGER REFERENCES facts(id),
+            superseded_by INTEGER REFERENCES facts(id)
+        );
+        CREATE INDEX facts_by_statement ON facts (project, subject_key, predicate_key);
+        CREATE TRIGGER facts_refuse_delete BEFORE DELETE ON facts
+        BEGIN
+            SELECT RAISE(ABORT, 'facts are never deleted: a person invalidates or supersedes one instead');
+        END;
+        CREATE TRIGGER facts_keep_what_they_say
+        BEFORE UPDATE OF id, project, subject, predicate, object, subject_key, predicate_key, object_key,
+            valid_from, recorded_at, recorded_by, rationale, claim_id, supersedes ON facts
+        BEGIN
+            SELECT RAISE(ABORT, 'what a fact says and when it was recorded never change: supersede it instead');
+        END;
+        CREATE TABLE fact_history (
+            id INTEGER PRIMARY KEY,
+            fact_id INTEGER NOT NULL REFERENCES facts(id),
+            act TEXT NOT NULL CHECK (act IN ('record', 'supersede', 'invalidate', 'revalidate')),
+            valid_to TEXT,
+            superseded_by INTEGER REFERENCES facts(id),
+            recorded_at TEXT NOT NULL,
+            actor TEXT NOT NULL,
+            rationale TEXT NOT NULL
+        );
+        CREATE INDEX fact_history_by_fact ON fact_history (fact_id, recorded_at);
+        CREATE TRIGGER fact_history_refuse_update BEFORE UPDATE ON fact_history
+        BEGIN
+            SELECT RAISE(ABORT, 'fact history is append-only: it cannot be updated');
+        END;
+        CREATE TRIGGER fact_history_refuse_delete BEFORE DELETE ON fact_history
+        BEGIN
+            SELECT RAISE(ABORT, 'fact history is append-only: it cannot be deleted');
+        END;
+        """
+    )
+
+
+@migrations()
+def m005_substring_index(db: Database) -> None:
+    # Trigram indexes make the official server's substring search fast at any
+    # size; triggers keep them in step with the tables they index.
+    run_script(
+        db,
+        """
+        CREATE VIRTUAL TABLE observations_trigram USING fts5(
+            content, content='observations', content_rowid='id', tokenize='trigram'
+        );
+        CREATE VIRTUAL TABLE entities_trigram USING fts5(
+            name, entity_type, content='entities', content_rowid='id', tokenize='trigram'
+        );
+        CREATE TRIGGER observations_trigram_insert AFTER INSERT ON observations BEGIN
+            INSERT INTO observations_trigram (rowid, content) VALUES (new.id, new.content);
+        END;
+        CREATE TRIGGER observations_trigram_delete AFTER DELETE ON observations BEGIN
+            INSERT INTO observations_trigram (observations_trigram, rowid, content)
+            VALUES ('delete', old.id, old.content);
+        END;
+        CREATE TRIGGER entities_trigram_insert AFTER INSERT ON entities BEGIN
+            INSERT INTO entities_trigram (rowid, name, entity_type) VALUES (new.id, new.name, new.entity_type);
+        END;
+        CREATE TRIGGER entities_trigram_delete AFTER DELETE ON entities BEGIN
+            INSERT INTO entities_trigram (entities_trigram, rowid, name, entity_type)
+            VALUES ('delete', old.id, old.name, old.entity_type);
+        END;
+        CREATE TRIGGER observations_trigram_update AFTER UPDATE ON observations BEGIN
+            INSERT INTO observations_trigram (observations_trigram, rowid, content)
+            VALUES ('delete', old.id, old.content);
+            INSERT INTO observations_trigram (rowid, content) VALUES (new.id, new.content);
+        END;
+        CREATE TRIGGER entities_trigram_update AFTER UPDATE ON entities BEGIN
+            INSERT INTO entities_trigram (entities_trigram, rowid, name, entity_type)
+            VALUES ('delete', old.id, old.name, old.entity_type);
+            INSERT INTO entities_trigram (rowid, name, entity_type) VALUES (new.id, new.name, new.entity_type);
+        END;
+        INSERT INTO observations_trigram (observations_trigram) VALUES ('rebuild');
+        INSERT INTO entities_trigram (entities_trigram) VALUES ('rebuild');
+        """,
+    )
+
+
+@migrations()
+def m006_ranked_search(db: Database) -> None:
+    # Word indexes (porter stemming) for ranked search; triggers keep them in step
+    run_script(
+        db,
+        """
+        CREATE VIRTUAL TABLE observations_fts USING fts5(
+            content, content='observations', content_rowid='id',
+            tokenize='porter unicode61 remove_diacritics 2'
+        );
+        CREATE VIRTUAL TABLE entities_fts USING fts5(
+            name, entity_type, content='entities', content_rowid='id',
+            tokenize='porter unicode61 remove_diacritics 2'
+        );
+        CREATE TRIGGER observations_fts_insert AFTER INSERT ON observations BEGIN
+            INSERT INTO observations_fts (rowid, content) VALUES (new.id, new.content);
+        END;
+        CREATE TRIGGER observations_fts_delete AFTER DELETE ON observations BEGIN
+            INSERT INTO observations_fts (observations_fts, rowid, content) VALUES ('delete', old.id, old.content);
+        END;
+        CREATE TRIGGER observations_fts_update AFTER UPDATE ON observations BEGIN
+            INSERT INTO observations_fts (observations_fts, rowid, content) VALUES ('delete', old.id, old.content);
+            INSERT INTO observations_fts (rowid, content) VALUES (new.id, new.content);
+        END;
+        CREATE TRIGGER entities_fts_insert AFTER INSERT ON entities BEGIN
+            INSERT INTO entities_fts (rowid, name, entity_type) VALUES (new.id, new.name, new.entity_type);
+        END;
+        CREATE TRIGGER entities_fts_delete AFTER DELETE ON entities BEGIN
+            INSERT INTO entities_fts (entities_fts, rowid, name, entity_type)
+            VALUES ('delete', old.id, old.name, old.entity_type);
+        END;
+        CREATE TRIGGER entities_fts_update AFTER UPDATE ON entities BEGIN
+            INSERT INTO entities_fts (entities_fts, rowid, name, entity_type)
+            VALUES ('delete', old.id, old.name, old.entity_type);
+            INSERT INTO entities_fts (rowid, name, entity_type) VALUES (new.id, new.name, new.entity_type);
+        END;
+        INSERT INTO observations_fts (observations_fts) VALUES ('rebuild');
+        INSERT INTO entities_fts (entities_fts) VALUES ('rebuild');
+        """,
+    )
+
+
+@migrations()
+def m007_deleted_words(db: Database) -> None:
+    # A word index (contentless: no text kept) of what deletions removed, rowid =
+    # the deletion's event id, so search can tell a question about something
+    # forgotten from one in the question's own words
+    run_script(
+        db,
+        """
+        CREATE VIRTUAL TABLE memory_deleted_fts USING fts5(
+            text, content='', tokenize='porter unicode61 remove_diacritics 2'
+        );
+        CREATE TRIGGER memory_deleted_fts_insert AFTER INSERT ON events
+        WHEN new.kind IN ('delete_entity', 'delete_observation')
+        BEGIN
+            INSERT INTO memory_deleted_fts (rowid, text) VALUES (
+                new.id,
+                CASE new.kind WHEN 'delete_observation' THEN json_extract(new.old, '$')
+                ELSE coalesce(json_extract(new.old, '$.name'), '') || ' '
+                    || coalesce(json_extract(new.old, '$.entityType'), '') || ' '
+                    || coalesce((SELECT group_concat(value, ' ') FROM json_each(new.old, '$.observations')), '') END
+            );
+        END;
+        INSERT INTO memory_deleted_fts (rowid, text)
+        SELECT id,
+            CASE kind WHEN 'delete_observation' THEN json_extract(old, '$')
+            ELSE coalesce(json_extract(old, '$.name'), '') || ' '
+                || coalesce(json_extract(old, '$.entityType'), '') || ' '
+                || coalesce((SELECT group_concat(value, ' ') FROM json_each(old, '$.observations')), '') END
+        FROM events WHERE kind IN ('delete_entity', 'delete_observation');
+        """,
+    )

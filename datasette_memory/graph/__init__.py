@@ -1,0 +1,1 @@
+"""The knowledge graph: entities, observations and relations in a project, as the official memory server has them."""

@@ -1,0 +1,146 @@
+"""Changing the knowledge graph: the official memory server's operations.
+
+The operations and result shapes are those of the official MCP memory server;
+the deviations (all safer) are listed in the README. Each function validates
+its whole input before writing and appends one ledger event per change; the
+caller provides the transaction.
+"""
+
+import sqlite3
+from typing import Any
+
+from ..core.clock import now
+from ..core.errors import NotFound
+from ..core.ledger import Caller, append_event
+from ..core.validation import check_list
+from .parsing import parse_entities, parse_names, parse_observation_items, parse_relations, relation_target
+from .reads import entities_where, entity_id, relations_touching
+
+
+def create_entities(conn: sqlite3.Connection, caller: Caller, project: str, entities: Any) -> list[dict[str, Any]]:
+    """
+    Create entities whose names are new in ``project``; existing ones are left as they are.
+
+    :return: the entities actually created
+    """
+    created = []
+    for entity in parse_entities(entities):
+        if entity_id(conn, project, entity["name"]) is not None:
+            continue
+        ts = now()
+        cursor = conn.execute(
+            "INSERT INTO entities (project, name, entity_type, created_at) VALUES (?, ?, ?, ?)",
+            [project, entity["name"], entity["entityType"], ts],
+        )
+        conn.executemany(
+            "INSERT INTO observations (entity_id, content, created_at) VALUES (?, ?, ?)",
+            [(cursor.lastrowid, content, ts) for content in entity["observations"]],
+        )
+        append_event(conn, caller, project, "create_entity", entity["name"], new=entity)
+        created.append(entity)
+    return created
+
+
+def merge_entities(conn: sqlite3.Connection, caller: Caller, project: str, entities: Any) -> dict[str, int]:
+    """
+    Create new entities and add the observations existing ones lack: an import
+    that changes nothing the second time.
+
+    :return: counts of ``entities`` created and ``observations`` added
+    """
+    counts = {"entities": 0, "observations": 0}
+    for entity in check_list(entities, "entities"):
+        created = create_entities(conn, caller, project, [entity])
+        if created:
+            counts["entities"] += 1
+            counts["observations"] += len(created[0]["observations"])
+        elif entity["observations"]:
+            items = [{"entityName": entity["name"], "contents": entity["observations"]}]
+            counts["observations"] += len(add_observations(conn, caller, project, items)[0]["addedObservations"])
+    return counts
+
+
+def create_relations(conn: sqlite3.Connection, caller: Caller, project: str, relations: Any) -> list[dict[str, str]]:
+    """
+    Create relations not already stored; endpoints need not exist (as upstream).
+
+    :return: the relations actually created
+    """
+    created = []
+    for relation in parse_relations(relations):
+        cursor = conn.execute(
+            "INSERT OR IGNORE INTO relations (project, from_entity, to_entity, relation_type, created_at) "
+            "VALUES (?, ?, ?, ?, ?)",
+            [project, relation["from"], relation["to"], relation["relationType"], now()],
+        )
+        if cursor.rowcount:
+            append_event(conn, caller, project, "create_relation", relation_target(relation), new=relation)
+            created.append(relation)
+    return created
+
+
+def add_observations(conn: sqlite3.Connection, caller: Caller, project: str, observations: Any) -> list[dict[str, Any]]:
+    """
+    Add observations to existing entities, skipping ones already stored.
+
+    :raises NotFound: if any named entity is missing; nothing is added
+    :return: ``[{entityName, addedObservations}]``
+    """
+    items = parse_observation_items(observations, "contents", "observations")
+    ids: dict[str, int | None] = {}
+    for name, _ in items:
+        ids[name] = entity_id(conn, project, name)
+        if ids[name] is None:
+            raise NotFound(f"Entity with name {name} not found")
+    results = []
+    for name, contents in items:
+        added = []
+        for content in contents:
+            cursor = conn.execute(
+                "INSERT OR IGNORE INTO observations (entity_id, content, created_at) VALUES (?, ?, ?)",
+                [ids[name], content, now()],
+            )
+            if cursor.rowcount:
+                append_event(conn, caller, project, "add_observation", name, new=content)
+                added.append(content)
+        results.append({"entityName": name, "addedObservations": added})
+    return results
+
+
+def delete_entities(conn: sqlite3.Connection, caller: Caller, project: str, entity_names: Any) -> None:
+    "Delete entities, their observations and every relation touching them; missing names are ignored."
+    for name in parse_names(entity_names, "entityNames"):
+        entities = entities_where(conn, "project = ? AND name = ?", [project, name])
+        if not entities:
+            continue
+        for relation in relations_touching(conn, project, [name]):
+            delete_relation(conn, caller, project, relation)
+        conn.execute("DELETE FROM entities WHERE project = ? AND name = ?", [project, name])
+        append_event(conn, caller, project, "delete_entity", name, old=entities[0])
+
+
+def delete_observations(conn: sqlite3.Connection, caller: Caller, project: str, deletions: Any) -> None:
+    "Delete the named observations; missing entities and observations are ignored."
+    for name, contents in parse_observation_items(deletions, "observations", "deletions"):
+        id = entity_id(conn, project, name)
+        for content in contents if id is not None else []:
+            cursor = conn.execute(
+                "DELETE FROM observations WHERE entity_id = ? AND content = ?", [id, content]
+            )
+            if cursor.rowcount:
+                append_event(conn, caller, project, "delete_observation", name, old=content)
+
+
+def delete_relations(conn: sqlite3.Connection, caller: Caller, project: str, relations: Any) -> None:
+    "Delete the given relations; ones not stored are ignored."
+    for relation in parse_relations(relations):
+        delete_relation(conn, caller, project, relation)
+
+
+def delete_relation(conn: sqlite3.Connection, caller: Caller, project: str, relation: dict[str, str]) -> None:
+    cursor = conn.execute(
+        "DELETE FROM relations WHERE project = ? AND from_entity = ? AND to_entity = ? AND relation_type = ?",
+        [project, relation["from"], relation["to"], relation["relationType"]],
+    )
+    if cursor.rowcount:
+        append_event(conn, caller, project, "delete_relation", relation_target(relation), old=relation)

@@ -1,0 +1,45 @@
+"""``search_nodes``: the official tool's contract, ranked, with natural questions answered when nothing contains the query."""
+
+import sqlite3
+from typing import Any
+
+from ..graph.reads import open_nodes
+from ..graph.substring import search_nodes as entities_containing
+from .excerpts import entity_rows
+from .memory_search import DEFAULT_LIMIT
+from .ranking import DEFAULT_MIN_COVERAGE, find
+from .settings import SearchSettings
+
+
+def substring_rank(entity: dict[str, Any], needle: str) -> tuple[bool, bool, int]:
+    "Where a substring match is: in the name, then the type, then how many observations."
+    return (
+        needle in entity["name"].lower(),
+        needle in entity["entityType"].lower(),
+        sum(needle in o.lower() for o in entity["observations"]),
+    )
+
+
+def search_nodes(conn: sqlite3.Connection, project: str, query: object, settings: SearchSettings = SearchSettings()) -> dict[str, Any]:
+    """
+    The official tool's search, ranked: every entity containing the whole query
+    (name matches first, then type, then by how many observations match); when
+    nothing contains it, the best natural-language matches, or nothing.
+
+    :param conn: an open connection
+    :param project: the project scope
+    :param query: the search text
+    :param settings: whether the semantic arm runs, and its constants
+    """
+    found = entities_containing(conn, project, query)
+    if found["entities"]:
+        needle = str(query).lower()
+        if needle:
+            found["entities"].sort(key=lambda entity: substring_rank(entity, needle), reverse=True)
+        return found
+    _, matches, _ = find(conn, project, str(query), DEFAULT_MIN_COVERAGE, settings)
+    rows = entity_rows(conn, [c.id for c in matches[:DEFAULT_LIMIT]])
+    names = [rows[c.id][0] for c in matches[:DEFAULT_LIMIT]]
+    opened = open_nodes(conn, project, names)
+    opened["entities"].sort(key=lambda entity: names.index(entity["name"]))
+    return opened

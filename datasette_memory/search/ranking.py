@@ -1,0 +1,60 @@
+"""Ranking a project's entities for a query, and abstaining when memory holds no answer.
+
+Ranking means what it says: an entity matching more of the query's content terms
+ranks above one matching fewer; among equals, a stronger BM25 match ranks higher;
+a newer observation only breaks ties. A match needs one passage (an observation
+with its entity's name and type) covering enough of the query's IDF-weighted
+content, including a term that is not generic.
+
+With the semantic arm on, among entities matching the same number of terms
+the order is the reciprocal rank fusion of the BM25 and vector rankings (see
+:mod:`.fusion`).
+"""
+
+import sqlite3
+
+from ..vectors.nearest import similar
+from .candidates import Candidate, fts_candidates, natural_candidates, ranked
+from .forgotten import forgotten_terms
+from .fusion import fused, semantic_may_answer
+from .settings import SearchSettings
+from .terms import content_terms, is_fts_syntax
+from .weights import TermStats
+
+DEFAULT_MIN_COVERAGE = 0.45
+
+
+def find(
+    conn: sqlite3.Connection, project: str, query: str, min_coverage: float, settings: SearchSettings
+) -> tuple[str, list[Candidate], int]:
+    """
+    Rank the project's entities for ``query``.
+
+    :param conn: a connection to the memory file
+    :param project: the project scope
+    :param query: a natural question, keywords, or an FTS5 expression
+    :param min_coverage: the share of the query's (IDF-weighted) content a match must cover
+    :param settings: whether the semantic arm runs, and its constants
+    :return: ``(mode, ranked candidates kept, number dropped for low coverage)``
+    """
+    if is_fts_syntax(query):
+        candidates = fts_candidates(conn, project, query)
+        if candidates is not None:
+            return "fts", ranked(candidates), 0
+    candidates, stats = natural_candidates(conn, project, content_terms(query))
+    for term in forgotten_terms(conn, project, stats, min_coverage):
+        stats[term].forgotten = True  # full weight: the question abstains
+    kept = [c for c in ranked(candidates) if answers(c, stats, min_coverage)]
+    below_coverage = len(candidates) - len(kept)
+    if settings.semantic_on() and semantic_may_answer(conn, project, candidates, stats):
+        kept = fused(kept, similar(conn, project, query), settings)
+    return "natural", kept, below_coverage
+
+
+def answers(candidate: Candidate, stats: dict[str, TermStats], min_coverage: float) -> bool:
+    "Whether one of the candidate's passages covers enough of the query, with a term that is not generic."
+    total_weight = sum(s.weight for s in stats.values()) or 1.0
+    return any(
+        sum(stats[t].weight for t in terms) / total_weight >= min_coverage and any(not stats[t].generic for t in terms)
+        for terms in candidate.passages()
+    )

@@ -1,7 +1,0 @@
-"""SQL as the agent's tool, with the safety in the server. See :class:`SqlTools`."""
-
-from .errors import SqlError, SqlLimitExceeded, SqlRefused
-from .limits import Limits
-from .tools import SqlTools
-
-__all__ = ["Limits", "SqlError", "SqlLimitExceeded", "SqlRefused", "SqlTools"]

@@ -1,0 +1,103 @@
+"""The audit record: one ``sql_audit`` row per SQL tool call, refused calls included.
+
+Rows are written on a connection of their own after the call's transaction
+has ended, so a rolled-back call still leaves its row. The table is
+append-only (triggers refuse UPDATE and DELETE) and read-only to the SQL
+tools; ``query_errors`` lists the failed calls newest first.
+"""
+
+import json
+import logging
+import sqlite3
+from dataclasses import dataclass, field
+
+from ..core.clock import now
+from ..core.database import configure, write_transaction
+from ..core.ledger import Caller
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class AuditRecord:
+    """
+    What one call did, filled in as it runs.
+
+    :param tool: the tool's name
+    :param arguments: the arguments as given
+    """
+
+    tool: str
+    arguments: dict
+    ok: bool = False
+    error: str | None = None
+    outcome: str | None = None
+    rows_changed: int | None = None
+    snapshot: str | None = None
+    detail: dict = field(default_factory=dict)
+
+
+def cut(value, max_chars: int):
+    "Long strings cut to ``max_chars``, marked with their full length; other values as JSON allows."
+    if isinstance(value, str):
+        if len(value) > max_chars:
+            return f"{value[:max_chars]}…[cut: {len(value)} characters in all]"
+        return value
+    if isinstance(value, (list, tuple)):
+        return [cut(v, max_chars) for v in value[:100]]
+    if isinstance(value, dict):
+        return {str(k): cut(v, max_chars) for k, v in list(value.items())[:100]}
+    if value is None or isinstance(value, (bool, int, float)):
+        return value
+    return cut(repr(value), max_chars)
+
+
+def storable(value):
+    "Text SQLite can store (lone surrogates escaped), or None for anything else."
+    if not isinstance(value, str):
+        return None
+    return value.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def write_audit(path, record: AuditRecord, caller: Caller, project, duration_ms: float, max_chars: int):
+    """
+    Append the call's row to ``sql_audit``, on a connection of its own.
+
+    A failure to write it is logged, never raised: it must not hide the
+    call's own result or error.
+
+    :param path: the memory file
+    :param record: what the call did
+    :param caller: who called
+    :param project: the project the call was pinned to, or None
+    :param duration_ms: how long the call took
+    :param max_chars: the longest argument text kept
+    """
+    row = {
+        "ts": now(),
+        "actor": caller.actor,
+        "session": caller.session,
+        "project": project,
+        "tool": record.tool,
+        "arguments": json.dumps(cut(record.arguments, max_chars)),
+        "reason": storable(cut(record.arguments.get("reason"), max_chars)),
+        "ok": int(record.ok),
+        "error": storable(cut(record.error, max_chars)),
+        "outcome": record.outcome,
+        "rows_changed": record.rows_changed,
+        "snapshot": record.snapshot,
+        "detail": json.dumps(cut(record.detail, max_chars)) if record.detail else None,
+        "duration_ms": round(duration_ms, 3),
+    }
+    try:
+        conn = sqlite3.connect(str(path))
+        try:
+            configure(conn)
+            with write_transaction(conn):
+                conn.execute(
+                    f"INSERT INTO sql_audit ({', '.join(row)}) VALUES ({', '.join(':' + k for k in row)})", row
+                )
+        finally:
+            conn.close()
+    except Exception:
+        logger.exception("could not write the SQL audit row for %s", record.tool)

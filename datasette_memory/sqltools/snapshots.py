@@ -1,0 +1,95 @@
+"""Snapshots of the memory file with SQLite's online backup API.
+
+Snapshots go to a folder next to the file (``<stem>-snapshots``), or to
+the folder the door configured. There are two kinds, rotated apart: the
+newest N manual snapshots are kept, and separately the newest M taken before
+a destructive statement, so no number of manual snapshots can rotate away the
+copy that recovers from a destructive statement.
+"""
+
+import datetime
+import os
+import pathlib
+import re
+import sqlite3
+
+MANUAL = "manual"
+BEFORE_DESTRUCTIVE = "before-destructive"
+KINDS = (MANUAL, BEFORE_DESTRUCTIVE)
+
+
+def snapshot_folder(db_path: str | pathlib.Path, configured: str | pathlib.Path | None = None) -> pathlib.Path:
+    """
+    Where snapshots of ``db_path`` go.
+
+    :param db_path: the memory file
+    :param configured: the folder the door configured, if any
+    """
+    if configured:
+        return pathlib.Path(configured).expanduser()
+    db_path = pathlib.Path(db_path)
+    return db_path.parent / f"{db_path.stem}-snapshots"
+
+
+def snapshot_pattern(stem: str) -> re.Pattern[str]:
+    return re.compile(rf"{re.escape(stem)}-(\d{{8}}T\d{{12}}Z)-({'|'.join(KINDS)})\.db")
+
+
+def list_snapshots(folder: pathlib.Path, stem: str, kind: str | None = None) -> list[pathlib.Path]:
+    "Snapshots of the file named ``stem`` in ``folder``, oldest first."
+    if not folder.is_dir():
+        return []
+    pattern = snapshot_pattern(stem)
+    found = []
+    for path in folder.iterdir():
+        match = pattern.fullmatch(path.name)
+        if match and kind in (None, match.group(2)):
+            found.append((match.group(1), path))
+    return [path for _, path in sorted(found)]
+
+
+def new_snapshot_path(folder: pathlib.Path, stem: str, kind: str) -> pathlib.Path:
+    "A name no snapshot has yet: the UTC time to the microsecond."
+    while True:
+        stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
+        path = folder / f"{stem}-{stamp}-{kind}.db"
+        if not path.exists():
+            return path
+
+
+def take_snapshot(db_path: str | pathlib.Path, folder: pathlib.Path, kind: str) -> pathlib.Path:
+    """
+    Copy the memory file's committed state into ``folder``.
+
+    The copy is written under a temporary name and renamed when complete, so
+    a half-written snapshot never looks like one. Rotation is the caller's
+    next step (see :func:`rotate`), once the snapshot has served its purpose.
+
+    :param db_path: the memory file
+    :param folder: the snapshot folder, created if missing
+    :param kind: MANUAL or BEFORE_DESTRUCTIVE
+    :return: the snapshot's path
+    """
+    db_path = pathlib.Path(db_path)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = new_snapshot_path(folder, db_path.stem, kind)
+    partial = path.with_name(path.name + ".partial")
+    source = sqlite3.connect(db_path.resolve().as_uri() + "?mode=ro", uri=True)
+    target = sqlite3.connect(str(partial))
+    try:
+        source.backup(target)
+        target.execute("PRAGMA journal_mode = DELETE")
+    finally:
+        target.close()
+        source.close()
+    os.replace(partial, path)
+    return path
+
+
+def rotate(folder: pathlib.Path, stem: str, kind: str, keep: int) -> list[pathlib.Path]:
+    "Remove the oldest snapshots of ``kind`` beyond ``keep``; other kinds are never touched."
+    snapshots = list_snapshots(folder, stem, kind)
+    removed = snapshots[: max(0, len(snapshots) - keep)]
+    for path in removed:
+        path.unlink()
+    return removed
