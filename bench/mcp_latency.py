@@ -25,7 +25,7 @@ from fastmcp.client.transports import StdioTransport
 ROOT = pathlib.Path(__file__).parent.parent
 OFFICIAL = ROOT / "tests" / "official" / "node_modules" / "@modelcontextprotocol" / "server-memory" / "dist" / "index.js"
 BATCH = 1000
-ENV = {"PYTHONPATH": os.pathsep.join(sys.path), "FASTMCP_LOG_LEVEL": "WARNING"}
+ENV = {"PYTHONPATH": os.pathsep.join(sys.path), "FASTMCP_LOG_LEVEL": "WARNING", "DATASETTE_MEMORY_NO_VECTORS": "1"}  # without the semantic extra
 
 
 def entity(i: int) -> dict:

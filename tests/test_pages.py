@@ -12,7 +12,7 @@ import sys
 import pytest
 from playwright.sync_api import expect, sync_playwright
 
-from datasette_memory import Memory
+from datasette_memory import Config, Memory, SearchSettings
 
 from .test_cli import fetch, free_port
 from .test_search import entity
@@ -40,19 +40,18 @@ def server(tmp_path_factory):
     "A served memory file holding two projects; yields its base URL."
     db_path = tmp_path_factory.mktemp("pages") / "memory.db"
     env = {**os.environ, "DATASETTE_MEMORY_NO_VECTORS": "1"}  # the pages, not the semantic arm, are under test
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("DATASETTE_MEMORY_NO_VECTORS", "1")
-        payments = Memory.open(db_path, project="payments")
-        payments.create_entities(
-            [
-                entity("auth-gateway", "service", "auth-gateway listens on port 8443", "handles sign-in for the web app"),
-                entity("ledger-db", "database", "postgres 15 cluster for the ledger", "backups run nightly at 02:00"),
-                entity("Dana", "person", "Dana is on call for auth this week"),
-            ]
-        )
-        payments.create_relations([{"from": "Dana", "to": "auth-gateway", "relationType": "maintains"}])
-        Memory(payments.conn, project="mobile").create_entities([entity("push-notifier", "service", "sends pushes via APNs")])
-        payments.close()
+    lexical = Config(search=SearchSettings(semantic=False))
+    payments = Memory.open(db_path, project="payments", config=lexical)
+    payments.create_entities(
+        [
+            entity("auth-gateway", "service", "auth-gateway listens on port 8443", "handles sign-in for the web app"),
+            entity("ledger-db", "database", "postgres 15 cluster for the ledger", "backups run nightly at 02:00"),
+            entity("Dana", "person", "Dana is on call for auth this week"),
+        ]
+    )
+    payments.create_relations([{"from": "Dana", "to": "auth-gateway", "relationType": "maintains"}])
+    Memory(payments.conn, project="mobile", config=lexical).create_entities([entity("push-notifier", "service", "sends pushes via APNs")])
+    payments.close()
     port = free_port()
     log = db_path.with_name("serve.log")
     with log.open("w") as stderr:

@@ -14,6 +14,7 @@ import threading
 import click
 import pytest
 from click.testing import CliRunner
+from datasette.app import Datasette
 
 from datasette_memory import Memory, vectors
 from datasette_memory.cli import cli
@@ -64,7 +65,7 @@ def test_without_vectors_search_is_lexical(lexical_team, db_path):
     result = lexical_team.search_memory("card tokens")
     assert names(result) == ["card-vault"]
     assert all(r["why"] == "match" and r["matched_terms"] for r in result["results"])
-    assert result["semantic"] == {"state": "off"}
+    assert "semantic" not in result
     assert lexical_team.wait_for_semantic_index(timeout=0)
 
 
@@ -130,7 +131,7 @@ def side_rows(memory) -> dict:
 
 def test_writes_embed_every_entity(team, db_path):
     assert side_file_path_for(db_path).exists()
-    assert team.search_memory("card tokens")["semantic"] == {"state": "current"}
+    assert team.search_memory("card tokens").get("semantic") is None
     assert set(side_rows(team)) == {("payments", e["name"]) for e in TEAM}
 
 
@@ -248,7 +249,7 @@ def test_backfill_shows_progress_and_is_idempotent(db_path, semantic, lexical):
     again = backfill(db_path)
     assert f"{len(TEAM)} entities, 0 embedded" in again.output
     found = memory.search_memory(PARAPHRASE)
-    assert names(found)[0] == "card-vault" and found["semantic"] == {"state": "current"}
+    assert names(found)[0] == "card-vault" and found.get("semantic") is None
     memory.close()
 
 
@@ -274,8 +275,29 @@ def test_writes_commit_without_waiting_for_the_model(db_path, semantic, monkeypa
     release.set()
     assert memory.wait_for_semantic_index(timeout=120)
     found = memory.search_memory(PARAPHRASE)
-    assert found["semantic"] == {"state": "current"}
+    assert found.get("semantic") is None
     assert names(found)[0] == "card-vault"
+    memory.close()
+
+
+async def test_the_search_page_and_json_say_when_the_index_lags(db_path, semantic, monkeypatch):
+    release = threading.Event()
+    embed = index.embed
+    monkeypatch.setattr(index, "embed", lambda texts: release.wait(60) and embed(texts))
+    Memory.open(db_path).close()
+    datasette = Datasette([str(db_path)])
+    await datasette.invoke_startup()
+    memory = Memory.open(db_path, project="payments")
+    memory.create_entities(TEAM)
+    page = await datasette.client.get("/-/memory/search?project=payments&q=card+tokens")
+    assert page.status_code == 200
+    assert "Semantic index behind (5 changes not yet embedded): the semantic index is catching up" in " ".join(page.text.split())
+    lag = (await datasette.client.get("/-/memory/search.json?project=payments&q=card+tokens")).json()["semantic"]
+    assert lag["state"] == "behind" and lag["changes_pending"] == 5
+    release.set()
+    assert memory.wait_for_semantic_index(timeout=120)
+    page = await datasette.client.get("/-/memory/search?project=payments&q=card+tokens")
+    assert "card-vault" in page.text and "Semantic index" not in page.text
     memory.close()
 
 
@@ -287,7 +309,7 @@ def test_a_search_catches_up_what_no_process_did(team, lexical):
     assert team.search_memory("anything")["semantic"]["state"] == "behind"  # and this search asks for one
     assert team.wait_for_semantic_index(timeout=120)
     assert ("payments", "fraud-screen") in side_rows(team)
-    assert team.search_memory("anything")["semantic"] == {"state": "current"}
+    assert team.search_memory("anything").get("semantic") is None
 
 
 def test_a_process_embeds_its_writes_before_it_ends(db_path, semantic):
@@ -300,7 +322,7 @@ def test_a_process_embeds_its_writes_before_it_ends(db_path, semantic):
     finished = subprocess.run([sys.executable, "-c", script, str(db_path)], capture_output=True, text=True, timeout=300)
     assert finished.returncode == 0 and finished.stderr == "", finished.stderr
     memory = Memory.open(db_path, project="payments")
-    assert memory.search_memory(PARAPHRASE)["semantic"] == {"state": "current"}
+    assert memory.search_memory(PARAPHRASE).get("semantic") is None
     assert names(memory.search_memory(PARAPHRASE)) == ["card-vault"]
     memory.close()
 
@@ -311,6 +333,6 @@ def test_import_leaves_the_index_current(db_path, semantic, tmp_path):
     result = CliRunner().invoke(cli, ["import", str(tmp_path / "memory.jsonl"), "--db", str(db_path), "--project", "payments"])
     assert result.exit_code == 0, result.output
     memory = Memory.open(db_path, project="payments")
-    assert memory.search_memory(PARAPHRASE)["semantic"] == {"state": "current"}
+    assert memory.search_memory(PARAPHRASE).get("semantic") is None
     assert names(memory.search_memory(PARAPHRASE))[0] == "card-vault"
     memory.close()

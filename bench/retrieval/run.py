@@ -40,8 +40,8 @@ import math
 import os
 import pathlib
 import shlex
-import sys
 import statistics
+import sys
 import tempfile
 import time
 
@@ -179,7 +179,8 @@ async def session(transport, jobs, tool: str, pass_project: bool, limit) -> tupl
     """
     answers = {}
     async with Client(transport, mode="legacy") as client:
-        if tool not in {t.name for t in await client.list_tools()}:
+        offered = {t.name for t in await client.list_tools()}
+        if tool not in offered:
             print(f"Our server has no {tool!r} tool: running search_nodes only.", file=sys.stderr)
             tool = "search_nodes"
         # everything is stored before anything is asked, as in a memory in use
@@ -187,6 +188,8 @@ async def session(transport, jobs, tool: str, pass_project: bool, limit) -> tupl
             scope = {"project": project} if pass_project else {}
             for name, args in calls:
                 await client.call_tool(name, {**args, **scope})
+        if "search_memory" in offered:
+            await semantic_index_caught_up(client)
         for project, _, queries in jobs:
             scope = {"project": project} if pass_project else {}
             for q in queries:
@@ -195,6 +198,17 @@ async def session(transport, jobs, tool: str, pass_project: bool, limit) -> tupl
                 result = await client.call_tool(tool, args, raise_on_error=False)
                 answers[q["id"]] = {**answer(result), "ms": (time.perf_counter() - started) * 1000}
     return tool, answers
+
+
+async def semantic_index_caught_up(client, timeout_s: float = 600) -> None:
+    "Wait until our semantic index holds every change: search_memory reports it (``semantic``) while it lags."
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        lag = (await client.call_tool("search_memory", {"query": "index"})).structured_content.get("semantic")
+        if lag is None or lag["state"] == "not built":
+            return
+        await asyncio.sleep(0.2)
+    raise RuntimeError(f"the semantic index did not catch up in {timeout_s} s")
 
 
 def our_transport(tmp: pathlib.Path, extra_args: list[str]) -> StdioTransport:

@@ -121,6 +121,13 @@ def connect(path: str | pathlib.Path) -> sqlite3.Connection:
     return conn
 
 
+def inserted_id(cursor: sqlite3.Cursor) -> int:
+    "The id of the row an INSERT just made."
+    if cursor.lastrowid is None:
+        raise RuntimeError("the statement inserted no row")
+    return cursor.lastrowid
+
+
 @contextlib.contextmanager
 def write_transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
     """

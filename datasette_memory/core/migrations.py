@@ -66,7 +66,7 @@ def m001_initial(db: Database) -> None:
         CREATE INDEX relations_to ON relations (project, to_entity);
         """
     )
-    db["memory_meta"].insert({"key": "machine_id", "value": uuid.uuid4().hex})
+    db.table("memory_meta").insert({"key": "machine_id", "value": uuid.uuid4().hex})
 
 
 @migrations()

@@ -10,6 +10,7 @@ import sqlite3
 from typing import Any
 
 from ..core.clock import now
+from ..core.database import inserted_id
 from ..core.errors import InvalidInput, NotFound
 from ..core.ledger import Caller, append_event
 from ..core.validation import check_list, check_name, check_object, check_text
@@ -59,7 +60,7 @@ def parse_evidence(evidence: Any) -> list[Any]:
     return list(dict.fromkeys(parsed))
 
 
-def check_confidence(value: Any):
+def check_confidence(value: Any) -> float | None:
     "A confidence between 0 and 1, or None."
     if value is None:
         return None
@@ -68,7 +69,7 @@ def check_confidence(value: Any):
     return float(value)
 
 
-def check_observations_exist(conn: sqlite3.Connection, project: str, evidence: list):
+def check_observations_exist(conn: sqlite3.Connection, project: str, evidence: list[tuple[str, str, str]]) -> None:
     "Raise :class:`NotFound` if an observation quoted as evidence is not stored in ``project``."
     for kind, entity, content in evidence:
         if kind == "observation" and not conn.execute(
@@ -82,7 +83,7 @@ def check_observations_exist(conn: sqlite3.Connection, project: str, evidence: l
             )
 
 
-def find_claim(conn: sqlite3.Connection, project: str, statement: dict, status: str):
+def find_claim(conn: sqlite3.Connection, project: str, statement: dict[str, Any], status: str) -> dict[str, Any] | None:
     "The newest claim in ``project`` with ``statement``'s value and ``status``, or None."
     row = conn.execute(
         f"SELECT {', '.join(CLAIM_COLUMNS)} FROM claims WHERE project = ? AND subject_key = ? "
@@ -92,7 +93,7 @@ def find_claim(conn: sqlite3.Connection, project: str, statement: dict, status: 
     return dict(zip(CLAIM_COLUMNS, row)) if row else None
 
 
-def latest_review(conn: sqlite3.Connection, claim_id: int, act: str):
+def latest_review(conn: sqlite3.Connection, claim_id: int, act: str) -> dict[str, Any] | None:
     "The newest review of ``claim_id`` with ``act``, or None."
     row = conn.execute(
         "SELECT reviewer, reviewed_at, rationale FROM claim_reviews WHERE claim_id = ? AND act = ? "
@@ -102,12 +103,12 @@ def latest_review(conn: sqlite3.Connection, claim_id: int, act: str):
     return dict(zip(("reviewer", "reviewed_at", "rationale"), row)) if row else None
 
 
-def refuse_if_rejected(conn: sqlite3.Connection, project: str, statement: dict):
+def refuse_if_rejected(conn: sqlite3.Connection, project: str, statement: dict[str, Any]) -> None:
     "Raise :class:`ClaimRejected` if a person rejected this value in ``project``."
     claim = find_claim(conn, project, statement, "rejected")
     if claim is None:
         return
-    review = latest_review(conn, claim["id"], "reject")
+    review = latest_review(conn, claim["id"], "reject") or dict.fromkeys(("reviewed_at", "reviewer", "rationale"))
     rejection = {"claim_id": claim["id"], "rejected_at": review["reviewed_at"],
                  "rejected_by": review["reviewer"], "rationale": review["rationale"]}
     raise ClaimRejected(
@@ -136,7 +137,7 @@ def propose_claim(conn: sqlite3.Connection, caller: Caller, project: str, statem
     check_observations_exist(conn, project, evidence)
     claim = find_claim(conn, project, statement, "candidate")
     created = claim is None
-    if created:
+    if claim is None:
         claim_id = insert_claim(conn, caller, project, statement, confidence, valid_from)
     else:
         claim_id = claim["id"]
@@ -158,7 +159,7 @@ def insert_claim(conn: sqlite3.Connection, caller: Caller, project: str, stateme
         {**statement, "project": project, "valid_from": valid_from, "confidence": confidence,
          "proposed_by": caller.actor, "proposed_at": now()},
     )
-    return cursor.lastrowid
+    return inserted_id(cursor)
 
 
 def add_evidence(conn: sqlite3.Connection, claim_id: int, caller: Caller, evidence: list) -> list[Any]:
@@ -230,7 +231,10 @@ def list_claims(conn: sqlite3.Connection, project: str, status: Any = None, limi
     return [claim_dict(conn, dict(zip(CLAIM_COLUMNS, row))) for row in rows]
 
 
-def review(conn: sqlite3.Connection, caller: Caller, project: str, claim: dict, act: str, status: str, rationale: str, fact_id: Any = None):
+def review(
+    conn: sqlite3.Connection, caller: Caller, project: str, claim: dict[str, Any], act: str, status: str, rationale: str,
+    fact_id: int | None = None,
+) -> None:
     "Move ``claim`` to ``status``, with a review row and a ledger event."
     conn.execute("UPDATE claims SET status = ? WHERE id = ?", [status, claim["id"]])
     reviewed_at = now()
@@ -245,7 +249,7 @@ def review(conn: sqlite3.Connection, caller: Caller, project: str, claim: dict, 
     )
 
 
-def require_status(claim: dict, expected: str, act: str):
+def require_status(claim: dict[str, Any], expected: str, act: str) -> None:
     if claim["status"] != expected:
         hint = "; reopen it first" if claim["status"] == "rejected" and expected == "candidate" else ""
         raise InvalidInput(

@@ -53,7 +53,7 @@ def matched_terms(terms: list, item: dict) -> list[Any]:
     return [term for term in terms if term in text]
 
 
-def exclusion(kind: str, item: dict, at: str, include_proposed: bool):
+def exclusion(kind: str, item: dict[str, Any], at: str, include_proposed: bool) -> str | None:
     "Why ``item`` stays out of a pack made at ``at``, or None."
     if kind == "PROPOSED":
         return None if include_proposed else PROPOSED_EXCLUDED
@@ -77,9 +77,9 @@ def render(kind: str, item: dict, contested: dict) -> str:
     return f"{kind} #{item['id']}: {describe(item)} | " + "; ".join(notes)
 
 
-def contested_facts(conn: sqlite3.Connection, project: str) -> dict[str, Any]:
+def contested_facts(conn: sqlite3.Connection, project: str) -> dict[int, list[str]]:
     "Fact id to the facts and claims it contradicts, as ``fact #N`` / ``claim #N``."
-    contested = {}
+    contested: dict[int, list[str]] = {}
     for c in find_contradictions(conn, project):
         other = f"{c['other']['kind']} #{c['other']['id']}"
         contested.setdefault(c["fact"]["id"], []).append(other)
@@ -101,7 +101,9 @@ def build_context_pack(conn: sqlite3.Connection, project: str, query: str, budge
     terms = query_terms(query)
     candidates = [("FACT", f) for f in all_facts(conn, project)]
     candidates += [("PROPOSED", c) for c in list_claims(conn, project, "candidate", MAX_CLAIMS)]
-    counts, left_out, ranked = {}, [], []
+    counts: dict[str, int] = {}
+    left_out: list[dict[str, Any]] = []
+    ranked: list[tuple[int, str, dict[str, Any], list[str]]] = []
     for kind, item in candidates:
         hits = matched_terms(terms, item)
         reason = NO_MATCH if terms and not hits else exclusion(kind, item, at, include_proposed)

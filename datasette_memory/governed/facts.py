@@ -12,6 +12,7 @@ at record time R". Only a person reaches the changing functions here (see
 import sqlite3
 from typing import Any
 
+from ..core.database import inserted_id
 from ..core.errors import InvalidInput, NotFound
 from ..core.ledger import Caller, append_event
 from .bitemporal import END_OF_TIME, record_time
@@ -47,13 +48,17 @@ def insert_fact(conn: sqlite3.Connection, caller: Caller, project: str, statemen
          "recorded_at": recorded_at, "recorded_by": caller.actor, "rationale": rationale,
          "claim_id": claim_id, "supersedes": supersedes},
     )
-    add_history(conn, caller, cursor.lastrowid, "record", valid_to, None, recorded_at, rationale)
-    fact = load_fact(conn, project, cursor.lastrowid)
+    fact_id = inserted_id(cursor)
+    add_history(conn, caller, fact_id, "record", valid_to, None, recorded_at, rationale)
+    fact = load_fact(conn, project, fact_id)
     append_event(conn, caller, project, "record_fact", f"fact:{fact['id']}", new=fact)
     return fact
 
 
-def add_history(conn: sqlite3.Connection, caller: Caller, fact_id: int, act: str, valid_to: Any, superseded_by: Any, recorded_at: str, rationale: str):
+def add_history(
+    conn: sqlite3.Connection, caller: Caller, fact_id: int, act: str, valid_to: str | None, superseded_by: int | None,
+    recorded_at: str, rationale: str,
+) -> None:
     conn.execute(
         "INSERT INTO fact_history (fact_id, act, valid_to, superseded_by, recorded_at, actor, rationale) "
         "VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -73,7 +78,7 @@ def load_fact(conn: sqlite3.Connection, project: str, fact_id: Any) -> dict[str,
     return dict(zip(FACT_COLUMNS, row))
 
 
-def require_holds_after(fact: dict, effective: str):
+def require_holds_after(fact: dict[str, Any], effective: str) -> None:
     "Raise unless ``fact`` holds at some time at or after ``effective``."
     if effective < fact["valid_from"]:
         raise InvalidInput(
@@ -188,7 +193,7 @@ def facts_as_of(conn: sqlite3.Connection, project: str, valid: str, recorded: st
     return [dict(zip(FACT_COLUMNS, row)) for row in rows]
 
 
-def holding_fact(conn: sqlite3.Connection, project: str, statement: dict, at: str):
+def holding_fact(conn: sqlite3.Connection, project: str, statement: dict[str, Any], at: str) -> dict[str, Any] | None:
     "The fact of ``project`` saying ``statement``'s value that holds at ``at``, or None."
     row = conn.execute(
         f"SELECT {', '.join(FACT_COLUMNS)} FROM facts WHERE project = ? AND subject_key = ? AND predicate_key = ? "

@@ -16,14 +16,27 @@ reach a person-only act by accident.
 """
 
 import weakref
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from ..core.errors import MemoryStoreError
 from ..core.ledger import Caller
 from .approve_action import APPROVE_ACTION
 
-_ISSUED = weakref.WeakSet()
+
+class Permissions(Protocol):
+    """What the gate asks of Datasette: whether an actor holds an action."""
+
+    async def allowed(self, *, action: str, actor: dict[str, Any] | None) -> bool: ...
+
+
+class AuthenticatedRequest(Protocol):
+    """What the gate reads of a Datasette request: who it is, and how they authenticated."""
+
+    actor: dict[str, Any] | None
+    headers: Mapping[str, str]
+
 
 
 class ReviewRequired(MemoryStoreError, PermissionError):
@@ -47,7 +60,10 @@ class Reviewer:
         return Caller(self.actor, None)
 
 
-def token_problem(request: Any, actor: Any) -> str | None:
+_ISSUED: "weakref.WeakSet[Reviewer]" = weakref.WeakSet()
+
+
+def token_problem(request: AuthenticatedRequest, actor: dict[str, Any]) -> str | None:
     "Why this request's actor is not a signed-in person, or None if it is."
     if not actor or actor.get("id") in (None, ""):
         return "no one is signed in"
@@ -58,7 +74,7 @@ def token_problem(request: Any, actor: Any) -> str | None:
     return None
 
 
-async def reviewer_for_request(datasette: Any, request: Any) -> Reviewer:
+async def reviewer_for_request(datasette: Permissions, request: AuthenticatedRequest) -> Reviewer:
     """
     The signed-in person making ``request``, if Datasette says they hold ``memory-approve``.
 
@@ -66,7 +82,7 @@ async def reviewer_for_request(datasette: Any, request: Any) -> Reviewer:
     :param request: the request asking for a person-only act
     :raises ReviewRequired: naming what is missing; nothing is issued
     """
-    actor = request.actor
+    actor = request.actor or {}
     problem = token_problem(request, actor)
     if problem is None and not await datasette.allowed(action=APPROVE_ACTION, actor=actor):
         problem = f"actor {actor['id']!r} does not hold {APPROVE_ACTION}"
@@ -80,7 +96,7 @@ async def reviewer_for_request(datasette: Any, request: Any) -> Reviewer:
     return reviewer
 
 
-def require_reviewer(reviewer: Any) -> Reviewer:
+def require_reviewer(reviewer: object) -> Reviewer:
     """
     ``reviewer``, if :func:`reviewer_for_request` issued it in this process.
 

@@ -8,6 +8,7 @@ names it. It complements ``verify_chain``, which finds edits to the ledger itsel
 
 import json
 import sqlite3
+from collections.abc import Iterable
 from typing import Any
 
 FACT_KINDS = {"record_fact": "record", "supersede_fact": "supersede", "invalidate_fact": "invalidate", "revalidate_fact": "revalidate"}
@@ -16,9 +17,9 @@ FACT_SAYS = ("project", "subject", "predicate", "object", "valid_from", "recorde
 CLAIM_SAYS = ("project", "subject", "predicate", "object", "valid_from", "proposed_by")
 
 
-def ledger_events(conn: sqlite3.Connection, kinds: Any) -> dict[str, Any]:
+def ledger_events(conn: sqlite3.Connection, kinds: Iterable[str]) -> dict[str, list[tuple[str, str, Any]]]:
     "``{target: [(kind, project, new value)]}`` for events of ``kinds``, oldest first."
-    found = {}
+    found: dict[str, list[tuple[str, str, Any]]] = {}
     rows = conn.execute(
         "SELECT kind, project, target, new FROM events WHERE kind IN (SELECT value FROM json_each(?)) ORDER BY id",
         [json.dumps(list(kinds))],

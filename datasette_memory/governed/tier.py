@@ -92,8 +92,8 @@ class GovernedTier:
         :return: ``{project, as_of_valid, as_of_recorded, facts}``
         """
         at = now()
-        valid = parse_time(as_of_valid, "as_of_valid", at)
-        recorded = parse_time(as_of_recorded, "as_of_recorded", at)
+        valid = parse_time(as_of_valid, "as_of_valid") or at
+        recorded = parse_time(as_of_recorded, "as_of_recorded") or at
         for name, value in (("subject", subject), ("predicate", predicate)):
             if value is not None:
                 check_text(value, name, max_bytes=4096)

@@ -5,7 +5,7 @@ import sqlite3
 from typing import Any
 
 from ..core.validation import check_limit, check_text
-from ..vectors.background import index_state
+from ..vectors.background import index_lag
 from .candidates import Candidate
 from .excerpts import entity_rows, observation_texts
 from .neighbours import neighbour_results
@@ -56,8 +56,9 @@ def search_memory(
     """
     Ranked search with reasons: each result has the entity, the observations that
     matched, the matched terms, a score and why it is there, and an accounting
-    block says what was considered and what was left out. ``semantic`` says
-    whether the semantic arm ran and whether its index is behind memory.
+    block says what was considered and what was left out. With the semantic
+    arm on, ``semantic`` says when its index lacks recent changes (it catches
+    up in the background), so meaning-only results for them may be missing.
 
     :param conn: an open connection
     :param project: the project scope
@@ -76,6 +77,7 @@ def search_memory(
     if expand:
         results += neighbour_results(conn, project, results, limit)
     included, used = within_budget(results, budget)
+    lag = index_lag(conn) if settings.semantic_on() else None
     return {
         "query": query,
         "project": project,
@@ -90,6 +92,6 @@ def search_memory(
             "bytes": used,
             "budget": budget,
         },
-        "semantic": index_state(conn) if settings.semantic_on() else {"state": "off"},
+        **({"semantic": lag} if lag else {}),
         "note": UNTRUSTED_NOTE,
     }

@@ -17,7 +17,8 @@ def neighbour_results(conn: sqlite3.Connection, project: str, matches: list[dict
     :param limit: most neighbours to return
     """
     names = [r["entity"]["name"] for r in matches]
-    seen, results = set(names), []
+    seen: set[str] = set(names)
+    results: list[dict[str, Any]] = []
     rows = conn.execute(
         "SELECT from_entity, relation_type, to_entity FROM relations WHERE project = ?1 AND "
         "(from_entity IN (SELECT value FROM json_each(?2)) OR to_entity IN (SELECT value FROM json_each(?2))) "

@@ -8,8 +8,10 @@ tools; ``query_errors`` lists the failed calls newest first.
 
 import json
 import logging
+import pathlib
 import sqlite3
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..core.clock import now
 from ..core.database import configure, write_transaction
@@ -28,16 +30,16 @@ class AuditRecord:
     """
 
     tool: str
-    arguments: dict
+    arguments: dict[str, Any]
     ok: bool = False
     error: str | None = None
     outcome: str | None = None
     rows_changed: int | None = None
     snapshot: str | None = None
-    detail: dict = field(default_factory=dict)
+    detail: dict[str, Any] = field(default_factory=dict)
 
 
-def cut(value, max_chars: int):
+def cut(value: Any, max_chars: int) -> Any:
     "Long strings cut to ``max_chars``, marked with their full length; other values as JSON allows."
     if isinstance(value, str):
         if len(value) > max_chars:
@@ -52,14 +54,16 @@ def cut(value, max_chars: int):
     return cut(repr(value), max_chars)
 
 
-def storable(value):
+def storable(value: Any) -> str | None:
     "Text SQLite can store (lone surrogates escaped), or None for anything else."
     if not isinstance(value, str):
         return None
     return value.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
-def write_audit(path, record: AuditRecord, caller: Caller, project, duration_ms: float, max_chars: int):
+def write_audit(
+    path: str | pathlib.Path, record: AuditRecord, caller: Caller, project: str | None, duration_ms: float, max_chars: int
+) -> None:
     """
     Append the call's row to ``sql_audit``, on a connection of its own.
 

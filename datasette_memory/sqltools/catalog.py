@@ -5,6 +5,9 @@ goes through the same CSV escaping as query results, so it cannot forge a
 trailer line either.
 """
 
+from collections.abc import Iterable
+from typing import Any
+
 from ..core.errors import InvalidInput
 from .csv_results import CsvResult, escape as escaped, plural
 from .execute import Call
@@ -14,7 +17,7 @@ TYPES = {"table": "table", "virtual": "virtual table", "view": "view"}
 AUDIT_OBJECTS = frozenset({"sql_audit", "sql_views", "query_errors"})
 
 
-def objects(call: Call, include_system: bool = False) -> list:
+def objects(call: Call, include_system: bool = False) -> list[tuple[str, str, str, str | None, str | None]]:
     "``[(name, type, access, description, sql)]`` for the main schema, system objects only if asked."
     conn = call.conn
     kinds = {row[1]: row[2] for row in conn.execute("PRAGMA main.table_list")}
@@ -64,7 +67,7 @@ def list_tables(call: Call) -> str:
     return finish(result, [(n, t, a) for n, t, a, _, _ in found], "table")
 
 
-def get_schema(call: Call, include_system) -> str:
+def get_schema(call: Call, include_system: Any) -> str:
     "Every object as CSV: ``type,name,access,description,sql``."
     if not isinstance(include_system, bool):
         raise InvalidInput("include_system: must be true or false")
@@ -74,7 +77,7 @@ def get_schema(call: Call, include_system) -> str:
     return finish(result, rows, "object")
 
 
-def describe_table(call: Call, table) -> str:
+def describe_table(call: Call, table: Any) -> str:
     "One table's or view's columns as CSV, then its description, access and indexes."
     if not isinstance(table, str) or not table:
         raise InvalidInput("table: must be a non-empty string")
@@ -94,7 +97,7 @@ def describe_table(call: Call, table) -> str:
     return finish(result, rows, "column", lines)
 
 
-def finish(result: CsvResult, rows: list, noun: str, lines=()) -> str:
+def finish(result: CsvResult, rows: Iterable[tuple[object, ...]], noun: str, lines: Iterable[str] = ()) -> str:
     "Add rows within the budget; the trailer says if any were left out."
     cut = None
     for row in rows:

@@ -18,7 +18,7 @@ import sqlite3
 from .names import fold, is_memory, quote
 
 
-def agent_tables(conn: sqlite3.Connection) -> list:
+def agent_tables(conn: sqlite3.Connection) -> list[str]:
     "The main schema's tables other than memory's and SQLite's (virtual and shadow tables included)."
     return [
         name
@@ -27,7 +27,7 @@ def agent_tables(conn: sqlite3.Connection) -> list:
     ]
 
 
-def row_counts(conn: sqlite3.Connection) -> dict:
+def row_counts(conn: sqlite3.Connection) -> dict[str, int]:
     "``{table: rows}`` for every agent table."
     return {name: conn.execute(f"SELECT count(*) FROM main.{quote(name)}").fetchone()[0] for name in agent_tables(conn)}
 

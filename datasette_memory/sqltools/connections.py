@@ -29,14 +29,14 @@ class AgentConnection:
     conn: sqlite3.Connection
     path: pathlib.Path
     pinned: str | None
-    scope_views: frozenset
-    shadow_tables: frozenset
+    scope_views: frozenset[str]
+    shadow_tables: frozenset[str]
 
-    def close(self):
+    def close(self) -> None:
         self.conn.close()
 
 
-def open_agent_connection(path, limits: Limits, write: bool, project: str | None) -> AgentConnection:
+def open_agent_connection(path: str | pathlib.Path, limits: Limits, write: bool, project: str | None) -> AgentConnection:
     """
     Open a connection for the agent's SQL.
 
@@ -68,11 +68,11 @@ def open_agent_connection(path, limits: Limits, write: bool, project: str | None
     return AgentConnection(conn, pathlib.Path(path), project, scope_views, shadow_tables)
 
 
-def prepare(conn: sqlite3.Connection, limits: Limits, write: bool):
+def prepare(conn: sqlite3.Connection, limits: Limits, write: bool) -> None:
     "The memory file's own pragmas, then the rails' ones."
     configure(conn)
     conn.execute("PRAGMA trusted_schema = OFF")
     if DEFENSIVE_MODE:
-        conn.setconfig(sqlite3.SQLITE_DBCONFIG_DEFENSIVE, True)
+        conn.setconfig(sqlite3.SQLITE_DBCONFIG_DEFENSIVE, True)  # type: ignore[attr-defined]  # Python 3.12+ only
     apply_limits(conn, limits, write)
     conn.text_factory = lambda data: data.decode("utf-8", "replace")

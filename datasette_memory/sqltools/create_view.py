@@ -1,16 +1,18 @@
 """create_view: a saved query with a description, shown by get_schema."""
 
+from typing import Any
+
 from ..core.clock import now
 from ..core.errors import InvalidInput
 from .execute import Call, check_sql, classify, transaction
 from .guard import READ, VIEW
-from .lexer import statement
+from .lexer import Statement, statement
 from .names import is_reserved, quote
 from .schema_check import check_schema_change, schema_rows
 from .sql_errors import SqlRefused
 
 
-def check_view_name(name, max_chars: int) -> str:
+def check_view_name(name: Any, max_chars: int) -> str:
     "A view name: a non-empty string within the cap, not reserved."
     if not isinstance(name, str) or not name.strip():
         raise InvalidInput("name: must be a non-empty string")
@@ -23,7 +25,7 @@ def check_view_name(name, max_chars: int) -> str:
     return name
 
 
-def check_description(description, max_chars: int) -> str:
+def check_description(description: Any, max_chars: int) -> str:
     if not isinstance(description, str) or not description.strip():
         raise InvalidInput("description: must say what the view is for (a non-empty string)")
     if len(description) > max_chars:
@@ -33,7 +35,7 @@ def check_description(description, max_chars: int) -> str:
     return description
 
 
-def create_view(call: Call, name, select_sql, description, replace) -> str:
+def create_view(call: Call, name: Any, select_sql: Any, description: Any, replace: Any) -> str:
     """
     Save ``select_sql`` as a view with a description; replacing keeps the old one in the audit record.
 
@@ -70,7 +72,7 @@ def create_view(call: Call, name, select_sql, description, replace) -> str:
     return f"# view {quote(name)} {'replaced; the old definition is kept in the audit log' if replaced else 'created'}\n"
 
 
-def try_select(call: Call, select_sql: str, found):
+def try_select(call: Call, select_sql: str, found: Statement) -> None:
     "Run the query read-only, up to its first row: it must compile and be allowed."
     run = call.run(READ, select_sql, found)
     cursor = run.execute()

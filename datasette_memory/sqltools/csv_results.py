@@ -7,6 +7,8 @@ more than one line, and a cell starting with ``#`` is quoted. A value cannot
 forge a trailer or a status line.
 """
 
+import sqlite3
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 LINE_BREAKS = {0x0A: "\\n", 0x0D: "\\r", 0x85: "\\x85", 0x2028: "\\u2028", 0x2029: "\\u2029"}
@@ -23,7 +25,7 @@ def escape(text: str) -> str:
     return text.translate(ESCAPES)
 
 
-def shown(value, max_chars: int):
+def shown(value: object, max_chars: int) -> tuple[str | None, bool]:
     """
     A value as CSV shows it, and whether it was shortened.
 
@@ -46,7 +48,7 @@ def shown(value, max_chars: int):
     return f"{text[:max_chars]}…[{len(text) - max_chars} more characters]", True
 
 
-def cell(text) -> str:
+def cell(text: str | None) -> str:
     "One CSV cell: NULL empty, the empty string as ``\"\"``, quoted when it must be."
     if text is None:
         return ""
@@ -66,12 +68,12 @@ class CsvResult:
 
     max_bytes: int
     max_chars: int
-    lines: list = field(default_factory=list)
+    lines: list[str] = field(default_factory=list)
     size: int = 0
     rows: int = 0
     shortened: int = 0
 
-    def add(self, values) -> bool:
+    def add(self, values: Iterable[object]) -> bool:
         "Add a line of values; False (and nothing added) if it would go over the budget."
         cells = []
         for value in values:
@@ -98,7 +100,7 @@ def plural(count: int, noun: str) -> str:
     return f"{count} {noun}es" if noun.endswith(("ch", "s")) else f"{count} {noun}s"
 
 
-def rows_to_csv(cursor, limit: int, max_bytes: int, max_chars: int, noun: str = "row"):
+def rows_to_csv(cursor: sqlite3.Cursor, limit: int, max_bytes: int, max_chars: int, noun: str = "row") -> tuple[CsvResult, str]:
     """
     Read up to ``limit`` rows of ``cursor`` into CSV within ``max_bytes``.
 

@@ -2,11 +2,13 @@
 
 import contextlib
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
 
 from ..core.database import write_transaction
 from ..core.errors import InvalidInput
 from ..core.validation import check_text
+from .audit_log import AuditRecord
 from .connections import AgentConnection
 from .guard import ATTACH_REFUSED, Guard
 from .lexer import Statement, statement
@@ -14,8 +16,10 @@ from .limits import Deadline, Limits
 from .sql_errors import SqlError, SqlLimitExceeded, SqlRefused
 from .verbs import check_verb
 
+T = TypeVar("T")
 
-def check_sql(value, field: str, limits: Limits) -> str:
+
+def check_sql(value: Any, field: str, limits: Limits) -> str:
     """
     Require SQL text: a string, no NUL, within the size cap.
 
@@ -62,7 +66,7 @@ class Run:
         self.guard.install(self.agent.conn)
         return self.call(self.agent.conn.execute, self.sql)
 
-    def call(self, function, *args):
+    def call(self, function: Callable[..., T], *args: Any) -> T:
         "Call ``function`` (executing or fetching), turning SQLite's errors into ours; a failure removes the guard."
         try:
             return function(*args)
@@ -73,10 +77,10 @@ class Run:
             self.done()
             raise
 
-    def done(self):
+    def done(self) -> None:
         Guard.remove(self.agent.conn)
 
-    def translate(self, error) -> SqlError:
+    def translate(self, error: sqlite3.Error | sqlite3.Warning) -> SqlError:
         "The error to show for ``error``: the guard's reason, the limit hit, or SQLite's message."
         message = str(error)
         undone = "; its changes were rolled back" if self.write else ""
@@ -109,7 +113,7 @@ class Call:
     :param actor: who is calling
     """
 
-    def __init__(self, agent: AgentConnection, limits: Limits, record, actor: str):
+    def __init__(self, agent: AgentConnection, limits: Limits, record: AuditRecord, actor: str):
         self.agent = agent
         self.conn = agent.conn
         self.limits = limits
@@ -122,7 +126,7 @@ class Call:
         "A :class:`Run` of ``sql`` on this call's connection."
         return Run(self.agent, tool, sql, found, self.deadline, self.limits)
 
-    def restart_clock(self):
+    def restart_clock(self) -> None:
         "Give the statement the whole time limit (after a snapshot, say)."
         self.deadline = Deadline(self.limits.timeout_ms / 1000)
         self.deadline.install(self.conn)

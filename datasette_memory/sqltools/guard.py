@@ -10,6 +10,7 @@ ones, which is what SQLite's defensive mode does for shadow tables.
 """
 
 import sqlite3
+from typing import cast
 
 from .lexer import Statement
 from .names import GLOBAL_TABLES, SCHEMA_TABLES, fold, is_memory, is_reserved
@@ -83,7 +84,15 @@ class Guard:
     :param sql: the statement's text: its trace marks the end of compiling
     """
 
-    def __init__(self, tool: str, statement: Statement, pinned=None, scope_views=frozenset(), shadow_tables=frozenset(), sql=None):
+    def __init__(
+        self,
+        tool: str,
+        statement: Statement,
+        pinned: str | None = None,
+        scope_views: frozenset[str] = frozenset(),
+        shadow_tables: frozenset[str] = frozenset(),
+        sql: str | None = None,
+    ):
         self.tool = tool
         self.statement = statement
         self.pinned = pinned
@@ -91,10 +100,10 @@ class Guard:
         self.shadow_tables = shadow_tables
         self.sql = sql
         self.running = False
-        self.refusal = None
-        self.dropped_views = []
+        self.refusal: str | None = None
+        self.dropped_views: list[str | None] = []
 
-    def __call__(self, action, arg1, arg2, db, source) -> int:
+    def __call__(self, action: int, arg1: str | None, arg2: str | None, db: str | None, source: str | None) -> int:
         try:
             reason = self.check(action, arg1, arg2, db, source)
         except Exception as e:  # a bug here must refuse, never allow
@@ -105,23 +114,23 @@ class Guard:
             self.refusal = reason
         return sqlite3.SQLITE_DENY
 
-    def started(self, sql):
+    def started(self, sql: str) -> None:
         "Trace callback: the statement has compiled and is running (nested statements are traced too)."
         if self.sql is None or sql == self.sql:
             self.running = True
 
-    def install(self, conn: sqlite3.Connection):
+    def install(self, conn: sqlite3.Connection) -> None:
         "Check every statement ``conn`` compiles from now on."
         self.running = False
         conn.set_authorizer(self)
         conn.set_trace_callback(self.started)
 
     @staticmethod
-    def remove(conn: sqlite3.Connection):
+    def remove(conn: sqlite3.Connection) -> None:
         conn.set_authorizer(None)
         conn.set_trace_callback(None)
 
-    def check(self, action, arg1, arg2, db, source):
+    def check(self, action: int, arg1: str | None, arg2: str | None, db: str | None, source: str | None) -> str | None:
         "None if the action is allowed, else why not."
         if action in (sqlite3.SQLITE_ATTACH, sqlite3.SQLITE_DETACH):
             return ATTACH_REFUSED
@@ -145,12 +154,12 @@ class Guard:
             return None  # CREATE INDEX reports building the index this way
         return f"this statement needs an action the SQL tools do not allow (SQLite action {action})"
 
-    def check_function(self, name):
+    def check_function(self, name: str | None) -> str | None:
         if name and fold(name) in DENIED_FUNCTIONS:
             return f"the function {name}() is refused: it can load code or reach files outside the memory file"
         return None
 
-    def check_pragma(self, name, value):
+    def check_pragma(self, name: str | None, value: str | None) -> str | None:
         name = fold(name or "")
         if name not in READ_PRAGMAS:
             if value is not None:
@@ -162,7 +171,7 @@ class Guard:
             return f"PRAGMA {name} reports on every project's rows: not available to a bridge pinned to a project"
         return None
 
-    def check_read(self, table, db, source):
+    def check_read(self, table: str | None, db: str | None, source: str | None) -> str | None:
         if self.pinned is None or table is None:
             return None
         folded = fold(table)
@@ -180,7 +189,7 @@ class Guard:
             )
         return f"{table} has no project column, so a bridge pinned to project {self.pinned!r} cannot read it"
 
-    def check_write(self, action, table, db):
+    def check_write(self, action: int, table: str | None, db: str | None) -> str | None:
         folded = fold(table or "")
         verb = self.statement.verb
         if folded in SCHEMA_TABLES:
@@ -202,9 +211,10 @@ class Guard:
             return f"{self.tool} cannot change data (this statement would {WRITE_ACTIONS[action]} {table}): use {use}"
         return None
 
-    def check_schema(self, action, arg1, arg2):
+    def check_schema(self, action: int, arg1: str | None, arg2: str | None) -> str | None:
         what = CREATE_ACTIONS.get(action) or DROP_ACTIONS[action]
-        name = arg2 if action == sqlite3.SQLITE_ALTER_TABLE else arg1
+        # SQLite names the object of every create, drop and alter action (the table, for ALTER TABLE)
+        name = cast(str, arg2 if action == sqlite3.SQLITE_ALTER_TABLE else arg1)
         table = arg2 if action in TABLE_SECOND else name
         for touched in (name, table):
             if is_memory(touched):
@@ -221,7 +231,7 @@ class Guard:
             return None  # a virtual table creating or dropping its shadow tables
         return self.check_schema_tool(action, what, name)
 
-    def check_schema_tool(self, action, what, name):
+    def check_schema_tool(self, action: int, what: str, name: str | None) -> str | None:
         allowed = {
             READ: (),
             WRITE: (sqlite3.SQLITE_CREATE_TABLE, sqlite3.SQLITE_CREATE_INDEX, sqlite3.SQLITE_CREATE_VTABLE),
@@ -236,7 +246,7 @@ class Guard:
         return f"{self.tool} cannot {what} {name}: use {tool}"
 
 
-def shadow_refused(table: str) -> str:
+def shadow_refused(table: str | None) -> str:
     return (
         f"{table} is a shadow table holding a virtual table's index: it is read-only to SQL (as in SQLite's "
         "defensive mode); change the virtual table itself"

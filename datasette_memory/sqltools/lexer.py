@@ -8,6 +8,7 @@ are SQLite's, so a comment cannot hide a verb from one and show it to the other.
 """
 
 import dataclasses
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from .sql_errors import SqlRefused
@@ -35,7 +36,7 @@ class Statement:
     target: str | None = None
 
 
-def tokens(sql: str):
+def tokens(sql: str) -> Iterator[tuple[str, str]]:
     "Yield the significant tokens of ``sql`` as ``(kind, text)``: word, quoted, or punct."
     i, n = 0, len(sql)
     while i < n:
@@ -91,7 +92,7 @@ def statement(sql: str) -> Statement:
     return dataclasses.replace(found, target=target(found, list(tokens(sql))))
 
 
-def target(found: Statement, all_tokens: list):
+def target(found: Statement, all_tokens: list[tuple[str, str]]) -> str | None:
     """
     The table a write or schema change names: after INTO, UPDATE [OR ...], FROM,
     TABLE, VIEW, INDEX ... ON, TRIGGER ... ON. Only for clearer refusals: the
@@ -101,6 +102,7 @@ def target(found: Statement, all_tokens: list):
     if found.verb not in texts:
         return None
     verb = texts.index(found.verb)
+    start: int | None
     if found.verb == "UPDATE":
         start = verb + (3 if texts[verb + 1 : verb + 2] == ["OR"] else 1)
     elif found.verb == "CREATE" and found.object in ("INDEX", "TRIGGER"):
@@ -115,7 +117,7 @@ def target(found: Statement, all_tokens: list):
     return name_at(all_tokens, start)
 
 
-def after(texts: list, word: str, start: int):
+def after(texts: list[str | None], word: str | None, start: int) -> int | None:
     "The index just past the first ``word`` at or after ``start``, or None."
     for i in range(start, len(texts)):
         if texts[i] == word:
@@ -123,7 +125,7 @@ def after(texts: list, word: str, start: int):
     return None
 
 
-def name_at(all_tokens: list, start):
+def name_at(all_tokens: list[tuple[str, str]], start: int | None) -> str | None:
     "The (possibly schema-qualified) name starting at token ``start``, unquoted."
     if start is None or start >= len(all_tokens):
         return None
@@ -133,7 +135,7 @@ def name_at(all_tokens: list, start):
     return ".".join(names)
 
 
-def unquote(token) -> str:
+def unquote(token: tuple[str, str]) -> str:
     kind, text = token
     if kind != "quoted":
         return text
@@ -141,7 +143,7 @@ def unquote(token) -> str:
     return text[1:-1].replace(close * 2, close) if close != "]" else text[1:-1]
 
 
-def classify(first: str, words) -> Statement:
+def classify(first: str, words: Iterator[tuple[str, str]]) -> Statement:
     if first == "EXPLAIN":
         following = next_word(words)
         if following == "QUERY":
@@ -156,7 +158,7 @@ def classify(first: str, words) -> Statement:
     return Statement(first)
 
 
-def create_or_drop(verb: str, words) -> Statement:
+def create_or_drop(verb: str, words: Iterator[tuple[str, str]]) -> Statement:
     word = next_word(words)
     temp = word in ("TEMP", "TEMPORARY")
     if temp:
@@ -166,14 +168,14 @@ def create_or_drop(verb: str, words) -> Statement:
     return Statement(verb, word, temp)
 
 
-def next_word(words):
+def next_word(words: Iterator[tuple[str, str]]) -> str | None:
     "The next token upper-cased (punctuation and quoted names too), or None at the end."
     for kind, text in words:
         return text.upper() if kind == "word" else text
     return None
 
 
-def verb_after_ctes(words) -> str:
+def verb_after_ctes(words: Iterator[tuple[str, str]]) -> str:
     """
     Skip ``[RECURSIVE] name [(columns)] AS [NOT] [MATERIALIZED] (...)`` items and
     return the word after the last one: the statement's verb. Keywords such as

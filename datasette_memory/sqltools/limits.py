@@ -74,7 +74,7 @@ def positive_int(value: object, name: str) -> int:
     return number
 
 
-def apply_limits(conn: sqlite3.Connection, limits: Limits, write: bool):
+def apply_limits(conn: sqlite3.Connection, limits: Limits, write: bool) -> None:
     """
     Set SQLite's own run-time limits on a connection the agent's SQL will use.
 
@@ -114,6 +114,6 @@ class Deadline:
         "Seconds left, never below zero."
         return max(0.0, self.expires - time.monotonic())
 
-    def install(self, conn: sqlite3.Connection):
+    def install(self, conn: sqlite3.Connection) -> None:
         "Make ``conn`` stop when the deadline passes."
         conn.set_progress_handler(self, PROGRESS_STEPS)

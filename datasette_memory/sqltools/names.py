@@ -7,6 +7,7 @@ protected the day it lands, with no list here to forget to update.
 
 import functools
 import sqlite3
+from typing import TypeGuard
 
 from ..core.database import configure, migrate
 
@@ -24,7 +25,7 @@ def fold(name: str) -> str:
 
 
 @functools.lru_cache(maxsize=1)
-def memory_objects() -> dict:
+def memory_objects() -> dict[str, tuple[str, str]]:
     "Every object the migrations create, as ``{folded name: (type, table name)}``."
     conn = sqlite3.connect(":memory:")
     try:
@@ -36,17 +37,17 @@ def memory_objects() -> dict:
     return {fold(name): (type, tbl_name) for type, name, tbl_name in rows}
 
 
-def memory_tables() -> set:
+def memory_tables() -> set[str]:
     "Folded names of memory's tables (virtual and shadow tables included)."
     return {name for name, (type, _) in memory_objects().items() if type == "table"}
 
 
-def is_memory(name) -> bool:
+def is_memory(name: str | None) -> TypeGuard[str]:
     "Is ``name`` one of memory's own tables, views, indexes or triggers?"
     return name is not None and fold(name) in memory_objects()
 
 
-def is_reserved(name) -> bool:
+def is_reserved(name: str) -> bool:
     "May the agent not give ``name`` to an object of its own?"
     folded = fold(name)
     if is_memory(name) or folded in RESERVED_NAMES or folded.startswith(RESERVED_PREFIXES):

@@ -23,7 +23,7 @@ from .names import GLOBAL_TABLES, fold, literal, memory_tables, quote
 CREATE_VIEW = re.compile(r"\s*CREATE\s+VIEW\s", re.IGNORECASE)
 
 
-def pin(conn: sqlite3.Connection, project: str) -> frozenset:
+def pin(conn: sqlite3.Connection, project: str) -> frozenset[str]:
     """
     Create the temporary views that pin ``conn`` to ``project``.
 
@@ -44,7 +44,7 @@ def pin(conn: sqlite3.Connection, project: str) -> frozenset:
     return frozenset(fold(table) for table in filters)
 
 
-def unpin(conn: sqlite3.Connection):
+def unpin(conn: sqlite3.Connection) -> None:
     """
     Drop the temporary views again, before an ALTER TABLE: renaming re-reads the
     whole schema, and memory's triggers would then name the views instead of the
@@ -56,7 +56,7 @@ def unpin(conn: sqlite3.Connection):
         conn.execute(f"DROP VIEW temp.{quote(name)}")
 
 
-def project_filters(conn, project: str) -> dict:
+def project_filters(conn: sqlite3.Connection, project: str) -> dict[str, str]:
     "``{memory table: SELECT of the project's rows}`` for the tables that have a project."
     tables = [name for name in main_tables(conn) if fold(name) in memory_tables() and fold(name) not in GLOBAL_TABLES]
     columns = {name: table_columns(conn, name) for name in tables}
@@ -76,7 +76,7 @@ def project_filters(conn, project: str) -> dict:
     return filters
 
 
-def project_parent(conn, table: str, filters: dict):
+def project_parent(conn: sqlite3.Connection, table: str, filters: dict[str, str]) -> tuple[str, str, str] | None:
     "``(column, parent table, parent column)`` of a foreign key to a table with a project column, or None."
     for row in conn.execute(f"PRAGMA foreign_key_list({quote(table)})"):
         parent, column, parent_column = row[2], row[3], row[4]
@@ -85,20 +85,20 @@ def project_parent(conn, table: str, filters: dict):
     return None
 
 
-def main_tables(conn) -> list:
+def main_tables(conn: sqlite3.Connection) -> list[str]:
     return [row[0] for row in conn.execute("SELECT name FROM main.sqlite_master WHERE type = 'table'")]
 
 
-def table_columns(conn, table: str) -> set:
+def table_columns(conn: sqlite3.Connection, table: str) -> set[str]:
     return {row[1] for row in conn.execute(f"PRAGMA table_info({quote(table)})")}
 
 
-def stored_views(conn) -> list:
+def stored_views(conn: sqlite3.Connection) -> list[str]:
     "The CREATE VIEW statements of the file's views: memory's own and those saved by create_view."
     return [row[0] for row in conn.execute("SELECT sql FROM main.sqlite_master WHERE type = 'view' AND sql IS NOT NULL")]
 
 
-def recreate_as_temporary(conn, sql: str):
+def recreate_as_temporary(conn: sqlite3.Connection, sql: str) -> None:
     "Make a stored view's temporary twin, which resolves names to the filtered views; skip one that will not."
     if not CREATE_VIEW.match(sql):
         return
@@ -108,7 +108,7 @@ def recreate_as_temporary(conn, sql: str):
         pass  # the stored view stays unreadable to the pinned connection: the guard refuses it
 
 
-def setup_authorizer(action, arg1, arg2, db, source) -> int:
+def setup_authorizer(action: int, arg1: str | None, arg2: str | None, db: str | None, source: str | None) -> int:
     "While pinning: create temporary views and nothing else."
     allowed = action == sqlite3.SQLITE_CREATE_TEMP_VIEW or (
         action in (sqlite3.SQLITE_INSERT, sqlite3.SQLITE_UPDATE, sqlite3.SQLITE_READ)

@@ -1,12 +1,14 @@
 """read_query: one read-only statement, CSV back."""
 
+from typing import Any
+
 from ..core.validation import check_limit
 from .csv_results import rows_to_csv
 from .execute import Call, check_sql, classify
 from .guard import READ
 
 
-def read_query(call: Call, query, limit) -> str:
+def read_query(call: Call, query: Any, limit: Any) -> str:
     """
     Run one SELECT, VALUES, EXPLAIN or read-only PRAGMA on a read-only connection.
 

@@ -16,12 +16,13 @@ import shutil
 import subprocess
 import sys
 import warnings
+from typing import Any
 
 from ..core.errors import InvalidInput
 from .sql_errors import SqlLimitExceeded
 
 try:
-    from re import _constants as sre_constants, _parser as sre_parse
+    from re import _constants as sre_constants, _parser as sre_parse  # type: ignore[attr-defined]
 except ImportError:  # Python < 3.11 keeps them under their old names
     import sre_constants
     import sre_parse
@@ -54,7 +55,7 @@ print(json.dumps(found))
 """
 
 
-def check_pattern(pattern, fixed_strings: bool, ignore_case: bool, max_chars: int) -> str:
+def check_pattern(pattern: Any, fixed_strings: bool, ignore_case: bool, max_chars: int) -> str:
     """
     Refuse a pattern outside the shared dialect, with the reason and the fix.
 
@@ -88,7 +89,7 @@ def check_pattern(pattern, fixed_strings: bool, ignore_case: bool, max_chars: in
     return pattern
 
 
-def check_text(pattern: str):
+def check_text(pattern: str) -> None:
     "Refuse what the two dialects spell differently: braces, ``\\Z``, ``\\N{...}``, octal and group numbers."
     i = 0
     in_class = False
@@ -112,7 +113,7 @@ def check_text(pattern: str):
         i += 1
 
 
-def walk(parsed):
+def walk(parsed: sre_parse.SubPattern) -> None:
     "Refuse lookaround, backreferences and the other constructs ripgrep's engine lacks."
     for op, av in parsed:
         if op in REFUSED_OPCODES:
@@ -135,7 +136,9 @@ def ripgrep() -> str | None:
     return shutil.which("rg", path=os.path.dirname(sys.executable)) or shutil.which("rg")
 
 
-def find_matches(values: list, pattern: str, ignore_case: bool, fixed_strings: bool, limit: int, timeout: float, engine: str = "auto") -> list:
+def find_matches(
+    values: list[str], pattern: str, ignore_case: bool, fixed_strings: bool, limit: int, timeout: float, engine: str = "auto"
+) -> list[tuple[int, int, int]]:
     """
     Matches of ``pattern`` in ``values``, in order, line by line, empty matches skipped.
 
@@ -155,7 +158,7 @@ def find_matches(values: list, pattern: str, ignore_case: bool, fixed_strings: b
     return python_matches(values, pattern, ignore_case, fixed_strings, limit, timeout)
 
 
-def run(command: list, data: bytes, timeout: float) -> bytes:
+def run(command: list[str], data: bytes, timeout: float) -> bytes:
     "Run ``command`` on ``data``; kill it at the deadline."
     try:
         done = subprocess.run(command, input=data, capture_output=True, timeout=max(timeout, 0.001))
@@ -169,13 +172,17 @@ def run(command: list, data: bytes, timeout: float) -> bytes:
     return done.stdout
 
 
-def python_matches(values, pattern, ignore_case, fixed_strings, limit, timeout) -> list:
+def python_matches(
+    values: list[str], pattern: str, ignore_case: bool, fixed_strings: bool, limit: int, timeout: float
+) -> list[tuple[int, int, int]]:
     job = {"pattern": pattern, "fixed": fixed_strings, "ignore_case": ignore_case, "limit": limit, "values": values}
     output = run([sys.executable, "-I", "-c", WORKER], json.dumps(job).encode("utf-8"), timeout)
     return [tuple(match) for match in json.loads(output)]
 
 
-def ripgrep_matches(values, pattern, ignore_case, fixed_strings, limit, timeout) -> list:
+def ripgrep_matches(
+    values: list[str], pattern: str, ignore_case: bool, fixed_strings: bool, limit: int, timeout: float
+) -> list[tuple[int, int, int]]:
     lines, origins = [], []
     for index, value in enumerate(values):
         offset = 0
@@ -183,7 +190,8 @@ def ripgrep_matches(values, pattern, ignore_case, fixed_strings, limit, timeout)
             lines.append(line)
             origins.append((index, offset))
             offset += len(line) + 1
-    command = [ripgrep(), "--json", "--no-config", "--text", "--line-number", "--max-count", str(limit)]
+    # ripgrep() is None if rg is not installed (engine="ripgrep" forced): subprocess then raises TypeError
+    command: list[str] = [ripgrep(), "--json", "--no-config", "--text", "--line-number", "--max-count", str(limit)]  # type: ignore[list-item]
     command += ["--ignore-case"] if ignore_case else ["--case-sensitive"]
     command += ["--fixed-strings"] if fixed_strings else []
     output = run(command + ["-e", pattern, "-"], ("\n".join(lines) + "\n").encode("utf-8"), timeout)
@@ -195,7 +203,7 @@ def ripgrep_matches(values, pattern, ignore_case, fixed_strings, limit, timeout)
     return found[:limit]
 
 
-def ripgrep_submatches(data: dict, lines: list, origins: list) -> list:
+def ripgrep_submatches(data: dict[str, Any], lines: list[str], origins: list[tuple[int, int]]) -> list[tuple[int, int, int]]:
     "One ripgrep match event as character-offset matches, empty ones skipped."
     number = data["line_number"] - 1
     index, offset = origins[number]

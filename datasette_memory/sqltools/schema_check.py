@@ -17,18 +17,21 @@ memory tool or a person in Datasette writes to them without the guard:
 
 import sqlite3
 
+from .connections import AgentConnection
 from .guard import DESTRUCTIVE, Guard
 from .lexer import Statement
 from .names import fold, is_memory, is_reserved, quote
 from .sql_errors import SqlLimitExceeded, SqlRefused
 
 
-def schema_rows(conn: sqlite3.Connection) -> set:
+def schema_rows(conn: sqlite3.Connection) -> set[tuple[str, str, str, str | None]]:
     "Every object of the main schema as ``(type, name, table, sql)``."
     return set(conn.execute("SELECT type, name, tbl_name, sql FROM main.sqlite_master"))
 
 
-def check_schema_change(conn, before: set, agent, max_schema_bytes: int):
+def check_schema_change(
+    conn: sqlite3.Connection, before: set[tuple[str, str, str, str | None]], agent: AgentConnection, max_schema_bytes: int
+) -> None:
     """
     Refuse the schema the statement left, or return.
 
@@ -58,7 +61,7 @@ def check_schema_change(conn, before: set, agent, max_schema_bytes: int):
         )
 
 
-def check_foreign_keys(conn, table: str):
+def check_foreign_keys(conn: sqlite3.Connection, table: str) -> None:
     for row in conn.execute(f"PRAGMA foreign_key_list({quote(table)})"):
         if is_memory(row[2]):
             raise SqlRefused(
@@ -67,7 +70,7 @@ def check_foreign_keys(conn, table: str):
             )
 
 
-def write_paths(conn, table: str) -> list:
+def write_paths(conn: sqlite3.Connection, table: str) -> list[str]:
     "Statements that, compiled, include every default, check and trigger of ``table``."
     columns = [row[1] for row in conn.execute(f"PRAGMA table_xinfo({quote(table)})") if row[5] == 0]
     name = quote(table)
@@ -77,7 +80,7 @@ def write_paths(conn, table: str) -> list:
     return paths
 
 
-def check_write_paths(conn, table: str, agent):
+def check_write_paths(conn: sqlite3.Connection, table: str, agent: AgentConnection) -> None:
     "Compile every write path of ``table`` under the destructive tool's guard."
     if not conn.execute("SELECT 1 FROM main.sqlite_master WHERE name = ? AND type IN ('table', 'view')", [table]).fetchone():
         return

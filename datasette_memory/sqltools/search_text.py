@@ -7,22 +7,25 @@ closing parenthesis and fails to compile, and one that escapes the
 parentheses can change which rows come back but not how many are read.
 """
 
+from typing import Any
+
 from ..core.errors import InvalidInput
 from ..core.validation import check_limit
 from .csv_results import CsvResult, plural, trailer
 from .execute import Call, check_sql, classify
 from .guard import READ
+from .lexer import Statement
 from .names import fold, quote
 from .regex import check_pattern, find_matches
 
 
-def check_flag(value, field: str) -> bool:
+def check_flag(value: Any, field: str) -> bool:
     if not isinstance(value, bool):
         raise InvalidInput(f"{field}: must be true or false")
     return value
 
 
-def readable_columns(call: Call, table: str) -> list:
+def readable_columns(call: Call, table: str) -> list[str]:
     "The columns ``SELECT *`` gives, checked by the guard (so a pinned bridge's rules apply)."
     sql = f"SELECT * FROM {quote(table)} LIMIT 0"
     run = call.run(READ, sql, classify(sql, READ))
@@ -31,7 +34,7 @@ def readable_columns(call: Call, table: str) -> list:
     return [d[0] for d in cursor.description]
 
 
-def check_table(call: Call, table) -> str:
+def check_table(call: Call, table: Any) -> str:
     "A table or view in the file (not SQLite's own), by its stored name."
     if not isinstance(table, str) or not table or "\x00" in table:
         raise InvalidInput("table: must be a non-empty string naming a table or view")
@@ -48,7 +51,7 @@ def has_rowid(call: Call, table: str) -> bool:
     return row[0] == "table" and "WITHOUT ROWID" not in (row[1] or "").upper()
 
 
-def pick_columns(table: str, available: list, columns) -> list:
+def pick_columns(table: str, available: list[str], columns: Any) -> list[str]:
     "The columns to search, each checked against the table: all of them by default."
     if columns is None:
         return available
@@ -57,7 +60,7 @@ def pick_columns(table: str, available: list, columns) -> list:
     return [column_named(table, available, name, "columns") for name in columns]
 
 
-def column_named(table: str, available: list, name: str, field: str) -> str:
+def column_named(table: str, available: list[str], name: str, field: str) -> str:
     "The stored spelling of column ``name``, or an error listing the columns."
     for column in available:
         if fold(column) == fold(name):
@@ -65,7 +68,7 @@ def column_named(table: str, available: list, name: str, field: str) -> str:
     raise InvalidInput(f"{field}: {table} has no column {name!r}; its columns are {', '.join(available)}")
 
 
-def pick_key(call: Call, table: str, available: list, key_column):
+def pick_key(call: Call, table: str, available: list[str], key_column: Any) -> tuple[str, str]:
     "The SQL for the key of each row and its name: rowid for tables by default, else the first column."
     if key_column is None:
         return ("rowid", "rowid") if has_rowid(call, table) else (quote(available[0]), available[0])
@@ -77,7 +80,19 @@ def pick_key(call: Call, table: str, available: list, key_column):
     return quote(name), name
 
 
-def search_text(call: Call, table, pattern, columns, where, key_column, limit, ignore_case, fixed_strings, context_chars, engine) -> str:
+def search_text(
+    call: Call,
+    table: Any,
+    pattern: Any,
+    columns: Any,
+    where: Any,
+    key_column: Any,
+    limit: Any,
+    ignore_case: Any,
+    fixed_strings: Any,
+    context_chars: Any,
+    engine: str,
+) -> str:
     """
     Find ``pattern`` inside the values of ``table``'s rows that ``where`` selects.
 
@@ -101,11 +116,12 @@ def search_text(call: Call, table, pattern, columns, where, key_column, limit, i
     return render(call, matches, keys, places, values, limit, context_chars, scan_cut, key_name)
 
 
-def scan(call: Call, sql: str, found, columns: list):
+def scan(call: Call, sql: str, found: Statement, columns: list[str]) -> tuple[list[Any], list[tuple[int, str]], list[str], str | None]:
     "Read rows within the scan caps: ``(keys, (row, column) per value, values, why the scan stopped)``."
     limits = call.limits
     run = call.run(READ, sql, found)
     cursor = run.execute()
+    keys: list[Any]
     keys, places, values, size, cut = [], [], [], 0, None
     for row in iter(lambda: run.call(cursor.fetchone), None):
         if len(keys) == limits.max_scan_rows:
@@ -126,7 +142,17 @@ def scan(call: Call, sql: str, found, columns: list):
     return keys, places, values, cut
 
 
-def render(call, matches, keys, places, values, limit, context_chars, scan_cut, key_name) -> str:
+def render(
+    call: Call,
+    matches: list[tuple[int, int, int]],
+    keys: list[Any],
+    places: list[tuple[int, str]],
+    values: list[str],
+    limit: int,
+    context_chars: int,
+    scan_cut: str | None,
+    key_name: str,
+) -> str:
     limits = call.limits
     result = CsvResult(limits.max_result_bytes, limits.max_cell_chars)
     result.add([key_name, "column", "match", "snippet"])

@@ -8,6 +8,8 @@ the guard, the deadline and the caps, and writes one ``sql_audit`` row in a
 import contextlib
 import pathlib
 import time
+from collections.abc import Iterator
+from typing import Any
 
 from ..core.database import connect
 from ..core.errors import InvalidInput
@@ -37,7 +39,16 @@ class SqlTools:
     :param search_engine: ``auto`` (ripgrep when installed), ``ripgrep`` or ``python``
     """
 
-    def __init__(self, path, project=None, actor="local", session=None, limits=None, snapshot_dir=None, search_engine="auto"):
+    def __init__(
+        self,
+        path: str | pathlib.Path,
+        project: str | None = None,
+        actor: str = "local",
+        session: str | None = None,
+        limits: Limits | None = None,
+        snapshot_dir: str | pathlib.Path | None = None,
+        search_engine: str = "auto",
+    ):
         self.path = pathlib.Path(path).resolve()
         self.project = check_project(project) if project is not None else None
         self.caller = Caller(check_name(actor, "actor"), session)
@@ -49,7 +60,7 @@ class SqlTools:
         connect(self.path).close()
 
     @contextlib.contextmanager
-    def call(self, tool: str, arguments: dict, write: bool):
+    def call(self, tool: str, arguments: dict[str, Any], write: bool) -> Iterator[Call]:
         "One audited call on a fresh connection: yields its :class:`Call`."
         record = AuditRecord(tool, arguments)
         started = time.perf_counter()
@@ -67,7 +78,7 @@ class SqlTools:
             elapsed = (time.perf_counter() - started) * 1000
             write_audit(self.path, record, self.caller, self.project, elapsed, self.limits.audit_text_chars)
 
-    def audit_refusal(self, tool: str, arguments: dict, error: str):
+    def audit_refusal(self, tool: str, arguments: dict[str, Any], error: str) -> None:
         """
         Record a call another layer refused before it reached the tools, such as
         an MCP call with an unknown or mistyped argument.
@@ -79,7 +90,7 @@ class SqlTools:
         record = AuditRecord(tool, arguments, error=error)
         write_audit(self.path, record, self.caller, self.project, 0.0, self.limits.audit_text_chars)
 
-    def read_query(self, query, limit=None) -> str:
+    def read_query(self, query: Any, limit: Any = None) -> str:
         """
         Run one SELECT, WITH ... SELECT, VALUES, EXPLAIN or read-only PRAGMA.
 
@@ -90,7 +101,7 @@ class SqlTools:
         with self.call("read_query", {"query": query, "limit": limit}, write=False) as call:
             return read_query.read_query(call, query, limit)
 
-    def write_query(self, query) -> str:
+    def write_query(self, query: Any) -> str:
         """
         Run one INSERT, UPDATE, upsert, REPLACE, or CREATE TABLE / INDEX / VIRTUAL TABLE (fts5, rtree).
 
@@ -100,7 +111,7 @@ class SqlTools:
         with self.call("write_query", {"query": query}, write=True) as call:
             return write_query.write_query(call, query)
 
-    def destructive_query(self, query, reason) -> str:
+    def destructive_query(self, query: Any, reason: Any) -> str:
         """
         Snapshot the file, then run one DELETE, DROP, ALTER, CREATE/DROP TRIGGER or unfiltered UPDATE.
 
@@ -116,7 +127,7 @@ class SqlTools:
         with self.call("list_tables", {}, write=False) as call:
             return catalog.list_tables(call)
 
-    def describe_table(self, table) -> str:
+    def describe_table(self, table: Any) -> str:
         """
         One table's or view's columns, description, access and indexes.
 
@@ -125,7 +136,7 @@ class SqlTools:
         with self.call("describe_table", {"table": table}, write=False) as call:
             return catalog.describe_table(call, table)
 
-    def get_schema(self, include_system=False) -> str:
+    def get_schema(self, include_system: Any = False) -> str:
         """
         Every table, view, index and trigger, with each view's description.
 
@@ -134,7 +145,7 @@ class SqlTools:
         with self.call("get_schema", {"include_system": include_system}, write=False) as call:
             return catalog.get_schema(call, include_system)
 
-    def create_view(self, name, select_sql, description, replace=False) -> str:
+    def create_view(self, name: Any, select_sql: Any, description: Any, replace: Any = False) -> str:
         """
         Save a query as a view, a reusable skill whose description get_schema shows.
 
@@ -147,7 +158,7 @@ class SqlTools:
         with self.call("create_view", arguments, write=True) as call:
             return create_view.create_view(call, name, select_sql, description, replace)
 
-    def snapshot(self, reason) -> str:
+    def snapshot(self, reason: Any) -> str:
         """
         Copy the memory file with SQLite's online backup API; the newest ``snapshots_keep`` manual ones are kept.
 
@@ -161,7 +172,18 @@ class SqlTools:
             call.record.outcome = f"snapshot written; {len(removed)} old manual snapshots removed"
             return snapshot_report(path, removed, self.snapshot_dir, self.path.stem)
 
-    def search_text(self, table, pattern, columns=None, where=None, key_column=None, limit=20, ignore_case=False, fixed_strings=False, context_chars=40) -> str:
+    def search_text(
+        self,
+        table: Any,
+        pattern: Any,
+        columns: Any = None,
+        where: Any = None,
+        key_column: Any = None,
+        limit: Any = 20,
+        ignore_case: Any = False,
+        fixed_strings: Any = False,
+        context_chars: Any = 40,
+    ) -> str:
         """
         Find a regular expression inside values: ``where`` (SQL) narrows the rows, the pattern matches line by line.
 
@@ -186,7 +208,7 @@ class SqlTools:
             )
 
 
-def check_reason(reason):
+def check_reason(reason: Any) -> None:
     if not isinstance(reason, str) or not reason.strip():
         raise InvalidInput("reason: must say why (a non-empty string); it is kept in the audit log")
     if len(reason) > MAX_REASON_CHARS:
@@ -195,7 +217,7 @@ def check_reason(reason):
         raise InvalidInput("reason: must not contain NUL characters")
 
 
-def snapshot_report(path, removed, folder, stem) -> str:
+def snapshot_report(path: pathlib.Path, removed: list[pathlib.Path], folder: pathlib.Path, stem: str) -> str:
     manual = len(list_snapshots(folder, stem, MANUAL))
     kept = len(list_snapshots(folder, stem, BEFORE_DESTRUCTIVE))
     lines = [

@@ -42,7 +42,7 @@ NOT_AVAILABLE = {
 }
 
 
-def check_verb(tool: str, statement: Statement):
+def check_verb(tool: str, statement: Statement) -> None:
     """
     Refuse a statement the tool does not run, saying which tool does.
 
@@ -55,7 +55,7 @@ def check_verb(tool: str, statement: Statement):
         raise SqlRefused(reason)
 
 
-def target_problem(statement: Statement):
+def target_problem(statement: Statement) -> str | None:
     """
     Refuse, with the memory message, a change naming a memory table.
 
@@ -72,7 +72,7 @@ def target_problem(statement: Statement):
     return None
 
 
-def verb_problem(tool: str, statement: Statement):
+def verb_problem(tool: str, statement: Statement) -> str | None:
     verb = statement.verb
     if not verb.isalpha():
         return "query: must start with a statement keyword such as SELECT, INSERT or DELETE"

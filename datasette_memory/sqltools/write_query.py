@@ -1,12 +1,16 @@
 """write_query and destructive_query: one statement, one transaction, within the caps."""
 
+import pathlib
 import sqlite3
+from collections.abc import Callable
+from typing import Any
 
 from . import project_pins
 from .change_count import ChangeCounter
-from .csv_results import rows_to_csv
+from .csv_results import CsvResult, rows_to_csv
 from .execute import Call, check_sql, classify, transaction
 from .guard import DESTRUCTIVE, WRITE
+from .lexer import Statement
 from .schema_check import check_schema_change, schema_rows
 from .snapshots import BEFORE_DESTRUCTIVE, rotate, take_snapshot
 from .sql_errors import SqlLimitExceeded
@@ -14,7 +18,7 @@ from .sql_errors import SqlLimitExceeded
 DATA_VERBS = ("INSERT", "REPLACE", "UPDATE", "DELETE")
 
 
-def write_query(call: Call, query) -> str:
+def write_query(call: Call, query: Any) -> str:
     """
     Run one INSERT, UPDATE, upsert, REPLACE or CREATE TABLE / INDEX / VIRTUAL TABLE.
 
@@ -26,7 +30,7 @@ def write_query(call: Call, query) -> str:
     return run_write(call, WRITE, query, classify(query, WRITE))
 
 
-def destructive_query(call: Call, query, reason, snapshot_folder, keep: int) -> str:
+def destructive_query(call: Call, query: Any, reason: str, snapshot_folder: pathlib.Path, keep: int) -> str:
     """
     Snapshot the file, then run one DELETE, DROP, ALTER, CREATE TRIGGER or unfiltered UPDATE.
 
@@ -41,7 +45,7 @@ def destructive_query(call: Call, query, reason, snapshot_folder, keep: int) -> 
     if found.verb == "ALTER" and call.agent.pinned is not None:
         project_pins.unpin(call.conn)
     precheck(call, query, found)
-    taken = []
+    taken: list[pathlib.Path] = []
     try:
         result = run_write(call, DESTRUCTIVE, query, found, lambda: taken.append(snapshot(call, snapshot_folder)))
     except BaseException:
@@ -53,7 +57,7 @@ def destructive_query(call: Call, query, reason, snapshot_folder, keep: int) -> 
     return result
 
 
-def precheck(call: Call, query: str, found):
+def precheck(call: Call, query: str, found: Statement) -> None:
     "Compile the statement (as EXPLAIN, so it does not run) to refuse it before any snapshot."
     run = call.run(DESTRUCTIVE, "EXPLAIN " + query, found)
     try:
@@ -62,7 +66,7 @@ def precheck(call: Call, query: str, found):
         run.done()
 
 
-def snapshot(call: Call, folder):
+def snapshot(call: Call, folder: pathlib.Path) -> pathlib.Path:
     "The pre-destructive snapshot, taken inside the write transaction so nothing can change in between."
     path = take_snapshot(call.agent.path, folder, BEFORE_DESTRUCTIVE)
     call.record.snapshot = str(path)
@@ -70,7 +74,7 @@ def snapshot(call: Call, folder):
     return path
 
 
-def run_write(call: Call, tool: str, query: str, found, before=None) -> str:
+def run_write(call: Call, tool: str, query: str, found: Statement, before: Callable[[], None] | None = None) -> str:
     "The statement in one IMMEDIATE transaction, committed only if every check passes."
     conn = call.conn
     with transaction(conn):
@@ -90,10 +94,11 @@ def run_write(call: Call, tool: str, query: str, found, before=None) -> str:
         forget_dropped_views(conn, run.guard.dropped_views)
     call.record.outcome = f"{affected} rows affected" + (f"; {trailer}" if trailer else "")
     lines = [f"{affected} {'row' if affected == 1 else 'rows'} affected"]
-    return (result.text(trailer, *lines) if result else "".join(f"# {line}\n" for line in lines))
+    # returning() gives a trailer whenever it gives a result; unpacking loses that for mypy
+    return (result.text(trailer, *lines) if result else "".join(f"# {line}\n" for line in lines))  # type: ignore[arg-type]
 
 
-def returning(call: Call, cursor: sqlite3.Cursor):
+def returning(call: Call, cursor: sqlite3.Cursor) -> tuple[CsvResult, str] | tuple[None, None]:
     "The RETURNING rows as CSV, or ``(None, None)``; the statement is finished either way."
     if cursor.description is None:
         cursor.close()
@@ -104,7 +109,7 @@ def returning(call: Call, cursor: sqlite3.Cursor):
     return result, trailer
 
 
-def check_change_cap(call: Call, tool: str, changed: int):
+def check_change_cap(call: Call, tool: str, changed: int) -> None:
     cap = call.limits.max_changed_rows
     if tool == WRITE and changed > cap:
         raise SqlLimitExceeded(
@@ -114,7 +119,7 @@ def check_change_cap(call: Call, tool: str, changed: int):
         )
 
 
-def forget_dropped_views(conn, names: list):
+def forget_dropped_views(conn: sqlite3.Connection, names: list[str | None]) -> None:
     "A dropped view's description goes with it."
     for name in names:
         conn.execute("DELETE FROM sql_views WHERE name = ? COLLATE NOCASE", [name])

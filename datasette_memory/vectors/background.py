@@ -122,13 +122,13 @@ def after_write(conn: sqlite3.Connection, since: int) -> None:
         indexer.request()
 
 
-def index_state(conn: sqlite3.Connection) -> dict[str, Any]:
+def index_lag(conn: sqlite3.Connection) -> dict[str, Any] | None:
     """
-    Whether the semantic index holds every change memory has, as search reports it.
-    An index that is behind is asked to catch up.
+    What the semantic index lacks of memory, as search reports it: None when it
+    holds every change. An index that is behind is asked to catch up.
 
     :param conn: a connection to the memory file
-    :return: ``{state: current}``, ``{state: behind, changes_pending, note}`` or ``{state: not built, note}``
+    :return: None, ``{state: behind, changes_pending, note}`` or ``{state: not built, note}``
     """
     pending = pending_changes(conn)
     if pending is None:
@@ -138,7 +138,7 @@ def index_state(conn: sqlite3.Connection) -> dict[str, Any]:
             "and datasette-memory backfill-vectors embeds what was stored before",
         }
     if not pending:
-        return {"state": "current"}
+        return None
     indexer = indexer_for(conn)
     if indexer is not None:
         indexer.request()
