@@ -331,7 +331,7 @@ PERSON_ACTS = {
 def test_person_acts_refuse_anything_but_an_issued_reviewer(agent, act, proof):
     agent.governed.propose_claim("s", "p", "o")
     before = events(agent)
-    with pytest.raises(ReviewRequired, match="needs a Reviewer issued by datasette_memory.gate.reviewer_for_request"):
+    with pytest.raises(ReviewRequired, match="needs a Reviewer issued by datasette_memory.governed.gate.reviewer_for_request"):
         PERSON_ACTS[act](agent, proof)
     assert events(agent) == before and count(agent, "facts") == 0
 

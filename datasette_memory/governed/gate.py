@@ -105,7 +105,7 @@ def require_reviewer(reviewer: object) -> Reviewer:
     """
     if not isinstance(reviewer, Reviewer) or reviewer not in _ISSUED:
         raise ReviewRequired(
-            "this act needs a Reviewer issued by datasette_memory.gate.reviewer_for_request, "
+            "this act needs a Reviewer issued by datasette_memory.governed.gate.reviewer_for_request, "
             f"which checks for a person holding {APPROVE_ACTION} in Datasette; agents can only propose claims"
         )
     return reviewer
