@@ -163,3 +163,14 @@ def test_sql_cap_flags_are_checked(command, db_path):
     result = CliRunner().invoke(cli, [command, "--db", str(db_path), "--sql-max-rows", "0"])
     assert result.exit_code == 2
     assert "--sql-max-rows: must be at least 1, got 0" in result.output
+
+
+@pytest.mark.parametrize(
+    "module,absent",
+    [("datasette_memory.cli", ("datasette", "fastmcp", "mcp_bridge")), ("datasette_memory.plugin", ("fastmcp", "mcp_bridge"))],
+)
+def test_doors_load_the_frameworks_they_need_only_when_used(module, absent):
+    "Each command, and Datasette's start, pays only for what it uses: fastmcp loads on the first MCP call."
+    code = f"import sys, {module}; print(sorted({{m.split('.')[0] for m in sys.modules}} & {set(absent)!r}))"
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert loaded.strip() == "[]"

@@ -11,8 +11,6 @@ import click
 
 from ..config import Config
 from ..governed.approve_action import APPROVE_ACTION
-from ..plugin.connection import PLUGIN_NAME
-from ..plugin.resources import datasette_config
 from .options import config_options, db_option, open_db
 
 
@@ -32,6 +30,9 @@ from .options import config_options, db_option, open_db
 def serve(ctx: click.Context, db_path: pathlib.Path | None, host: str, port: int, approvers: tuple[str, ...], root: bool, config: Config) -> None:
     "Serve the memory file in Datasette, creating and migrating it if needed."
     from datasette.cli import serve as datasette_serve
+
+    from ..plugin.connection import PLUGIN_NAME
+    from ..plugin.resources import datasette_config
 
     path, conn = open_db(db_path)
     conn.close()

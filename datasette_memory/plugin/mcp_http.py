@@ -6,10 +6,7 @@ import weakref
 from datasette import Response, hookimpl
 from datasette.resources import DatabaseResource
 
-from mcp_bridge.server import create_server
-
 from .connection import memory_database
-from .mcp_backend import DatasetteBackend
 
 MCP_PATH = "/-/memory/mcp"
 
@@ -57,6 +54,11 @@ _runners = weakref.WeakKeyDictionary()
 def runner_for(datasette) -> LifespanRunner:
     "One MCP app per Datasette instance, built on first use."
     if datasette not in _runners:
+        # imported on the first MCP request, so Datasette starts without loading fastmcp
+        from mcp_bridge.server import create_server
+
+        from .mcp_backend import DatasetteBackend
+
         server = create_server(DatasetteBackend(datasette))
         _runners[datasette] = LifespanRunner(
             server.http_app(path=MCP_PATH, stateless_http=True, json_response=True)
