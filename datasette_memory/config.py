@@ -37,9 +37,12 @@ class Config:
         A configuration from plain values, as in Datasette's plugin configuration:
         ``{search: {...}, sql: {...}, snapshot_dir: ...}``; anything missing keeps its default.
 
-        :param values: the mapping; other keys (such as ``database``) are ignored
+        :param values: the mapping
         :raises InvalidInput: naming a setting that is unknown or of the wrong type
         """
+        unknown = sorted(set(values) - {"search", "sql", "snapshot_dir"})
+        if unknown:
+            raise InvalidInput(f"{unknown[0]}: unknown setting; the settings are search, sql and snapshot_dir")
         for part in ("search", "sql"):
             if not isinstance(values.get(part, {}), Mapping):
                 raise InvalidInput(f"{part}: must be a mapping of settings, got {values[part]!r}")

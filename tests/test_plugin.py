@@ -1,11 +1,12 @@
 import asyncio
 import multiprocessing
+import re
 
 import pytest
 from datasette.app import Datasette
 
-from datasette_memory import Memory
-from datasette_memory.plugin.connection import call_memory
+from datasette_memory import InvalidInput, Memory
+from datasette_memory.plugin.connection import call_memory, memory_config
 
 from .test_concurrency import write_many
 
@@ -32,6 +33,32 @@ async def test_startup_migrates_a_served_file(tmp_path):
     await datasette.invoke_startup()
     tables = await datasette.get_database("memory").table_names()
     assert {"entities", "observations", "relations", "events", "checkpoints"} <= set(tables)
+
+
+async def test_the_plugin_reads_its_configuration_from_datasette(db_path, tmp_path):
+    "serve passes its flags down this way; anyone running datasette configures the plugin the same way."
+    Memory.open(db_path).close()
+    plugin = {"search": {"semantic": False}, "sql": {"max_rows": 7}, "snapshot_dir": str(tmp_path / "snaps")}
+    datasette = Datasette([str(db_path)], config={"plugins": {"datasette-memory": plugin}})
+    await datasette.invoke_startup()
+    config = memory_config(datasette)
+    assert (config.search.semantic, config.sql.max_rows, config.snapshot_dir) == (False, 7, tmp_path / "snaps")
+
+
+@pytest.mark.parametrize(
+    "plugin,message",
+    [
+        ({"serach": {}}, "plugins.datasette-memory.serach: unknown setting; the settings are search, sql and snapshot_dir"),
+        ({"search": {"rrf_k": "sixty"}}, "plugins.datasette-memory.search.rrf_k: must be a number, got 'sixty'"),
+        ({"sql": {"max_rows": 0}}, "plugins.datasette-memory.sql.max_rows: must be at least 1, got 0"),
+        ({"sql": {"rows": 5}}, "plugins.datasette-memory.sql.rows: unknown cap"),
+    ],
+)
+async def test_a_mistake_in_the_configuration_stops_startup(db_path, plugin, message):
+    Memory.open(db_path).close()
+    datasette = Datasette([str(db_path)], config={"plugins": {"datasette-memory": plugin}})
+    with pytest.raises(InvalidInput, match=re.escape(message)):
+        await datasette.invoke_startup()
 
 
 async def test_overview_page_and_json(datasette, db_path):

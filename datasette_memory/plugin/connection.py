@@ -8,6 +8,7 @@ from datasette import hookimpl
 
 from ..config import Config
 from ..core.database import BUSY_TIMEOUT_MS, migrate
+from ..core.errors import InvalidInput
 from ..memory import Memory
 
 PLUGIN_NAME = "datasette-memory"
@@ -33,7 +34,11 @@ def memory_config(datasette) -> Config:
     ``datasette-memory serve`` fills it in from its flags and the environment.
     """
     if datasette not in _configs:
-        _configs[datasette] = Config.from_mapping(datasette.plugin_config(PLUGIN_NAME) or {})
+        settings = {k: v for k, v in (datasette.plugin_config(PLUGIN_NAME) or {}).items() if k != "database"}
+        try:
+            _configs[datasette] = Config.from_mapping(settings)
+        except InvalidInput as e:
+            raise InvalidInput(f"plugins.{PLUGIN_NAME}.{e}; fix the Datasette configuration") from None
     return _configs[datasette]
 
 
