@@ -26,7 +26,7 @@ from .core.ledger import Caller, ChainStatus
 from .core.scope import Scope
 from .core.validation import DEFAULT_PROJECT, MAX_SUMMARY_BYTES, check_limit, check_name, check_project, check_text
 from .governed.tier import GovernedTier
-from .graph import mutations, reads
+from .graph import curation, mutations, reads
 from .search import memory_search, nodes
 from .vectors import background
 
@@ -166,6 +166,38 @@ class Memory:
         self.scope.refuse_secrets(items=entities)
         self.scope.refuse_secrets(items=relations)
         return self.scope.write(merge, entities, relations)
+
+    # A person's corrections (Datasette asks for memory-curate before calling these)
+
+    def update_observation(self, entity_name: Any, old: Any, new: Any) -> dict[str, Any]:
+        """
+        Replace one observation's text in place.
+
+        :param entity_name: the entity
+        :param old: the observation as stored now
+        :param new: what it should say
+        """
+        self.scope.refuse_secrets(new=new)
+        return self.scope.write(curation.update_observation, entity_name, old, new)
+
+    def rename_entity(self, name: Any, new_name: Any) -> dict[str, Any]:
+        """
+        Rename an entity; its relations follow and the old name becomes an alias, so search still finds it.
+
+        :param name: the entity's name now
+        :param new_name: a name no entity in the project has
+        """
+        self.scope.refuse_secrets(new_name=new_name)
+        return self.scope.write(curation.rename_entity, name, new_name)
+
+    def merge_entity(self, name: Any, into: Any) -> dict[str, Any]:
+        """
+        Merge entity ``name`` into ``into``: observations and relations move, ``name`` becomes an alias.
+
+        :param name: the entity that goes
+        :param into: the entity that remains
+        """
+        return self.scope.write(curation.merge_entity, name, into)
 
     def read_graph(self) -> dict[str, list[Any]]:
         "The project's whole graph: ``{entities, relations}``."

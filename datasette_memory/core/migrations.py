@@ -422,3 +422,44 @@ def m007_deleted_words(db: Database) -> None:
         FROM events WHERE kind IN ('delete_entity', 'delete_observation');
         """,
     )
+
+
+@migrations()
+def m008_curation(db: Database) -> None:
+    # A person curates: an entity renamed or merged away keeps its old name as an
+    # alias of the survivor (searchable, so the old name still finds it), and an
+    # edited observation's old words join the deleted words, as a deletion's do.
+    # The names are under the reserved memory_ prefix, so no agent's table can hold them.
+    run_script(
+        db,
+        """
+        CREATE TABLE memory_aliases (
+            id INTEGER PRIMARY KEY,
+            project TEXT NOT NULL,
+            alias TEXT NOT NULL,
+            entity_id INTEGER NOT NULL REFERENCES entities(id) ON DELETE CASCADE,
+            created_at TEXT NOT NULL,
+            UNIQUE (project, alias)
+        );
+        CREATE INDEX memory_aliases_by_entity ON memory_aliases (entity_id);
+        CREATE VIRTUAL TABLE memory_aliases_fts USING fts5(
+            alias, content='memory_aliases', content_rowid='id',
+            tokenize='porter unicode61 remove_diacritics 2'
+        );
+        CREATE TRIGGER memory_aliases_fts_insert AFTER INSERT ON memory_aliases BEGIN
+            INSERT INTO memory_aliases_fts (rowid, alias) VALUES (new.id, new.alias);
+        END;
+        CREATE TRIGGER memory_aliases_fts_delete AFTER DELETE ON memory_aliases BEGIN
+            INSERT INTO memory_aliases_fts (memory_aliases_fts, rowid, alias) VALUES ('delete', old.id, old.alias);
+        END;
+        CREATE TRIGGER memory_aliases_fts_update AFTER UPDATE ON memory_aliases BEGIN
+            INSERT INTO memory_aliases_fts (memory_aliases_fts, rowid, alias) VALUES ('delete', old.id, old.alias);
+            INSERT INTO memory_aliases_fts (rowid, alias) VALUES (new.id, new.alias);
+        END;
+        CREATE TRIGGER memory_deleted_fts_edited AFTER INSERT ON events
+        WHEN new.kind = 'update_observation'
+        BEGIN
+            INSERT INTO memory_deleted_fts (rowid, text) VALUES (new.id, json_extract(new.old, '$'));
+        END;
+        """,
+    )

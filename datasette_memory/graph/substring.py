@@ -1,5 +1,7 @@
-"""The official server's search: the whole query as one case-insensitive substring."""
+"""The official server's search: the whole query as one case-insensitive substring (of a name, type,
+observation, or an old name a person renamed or merged away)."""
 
+import json
 import sqlite3
 from typing import Any
 
@@ -15,23 +17,35 @@ def search_nodes(conn: sqlite3.Connection, project: str, query: Any) -> dict[str
     three or more characters; each is then checked exactly.
     """
     needle = check_text(query, "query", max_bytes=4096).lower()
+    aliased = names_by_alias(conn, project, needle)
     if len(needle) >= 3:
         phrase = '"' + needle.replace('"', '""') + '"'
         # "+project": look the few hits up by id rather than scan the project
         candidates = entities_where(
             conn,
-            "id IN (SELECT rowid FROM entities_trigram WHERE entities_trigram MATCH ? UNION "
+            "(id IN (SELECT rowid FROM entities_trigram WHERE entities_trigram MATCH ? UNION "
             "SELECT entity_id FROM observations WHERE id IN "
-            "(SELECT rowid FROM observations_trigram WHERE observations_trigram MATCH ?)) AND +project = ?",
-            [phrase, phrase, project],
+            "(SELECT rowid FROM observations_trigram WHERE observations_trigram MATCH ?)) "
+            "OR name IN (SELECT value FROM json_each(?))) AND +project = ?",
+            [phrase, phrase, json.dumps(sorted(aliased)), project],
         )
     else:
         candidates = entities_where(conn, "project = ?", [project])
-    entities = [e for e in candidates if contains(e, needle)]
+    entities = [e for e in candidates if contains(e, needle) or e["name"] in aliased]
     return {
         "entities": entities,
         "relations": relations_touching(conn, project, [e["name"] for e in entities]),
     }
+
+
+def names_by_alias(conn: sqlite3.Connection, project: str, needle: str) -> set[str]:
+    "The entities with an alias (an old name a person renamed or merged away) containing ``needle``, lower-cased."
+    rows = conn.execute(
+        "SELECT e.name FROM memory_aliases a JOIN entities e ON e.id = a.entity_id "
+        "WHERE a.project = ? AND instr(lower(a.alias), ?) > 0",
+        [project, needle],
+    )
+    return {name for (name,) in rows}
 
 
 def contains(entity: dict[str, Any], needle: str) -> bool:

@@ -5,10 +5,13 @@ from .connection import prepare_connection, startup
 from .governance_routes import register_governance_routes
 from .mcp_http import register_mcp_routes, stop_mcp
 from .overview_routes import menu_links, register_overview_routes
+from .permissions import deny_writes_to_memory_tables, explain_refused_writes
 from .search_routes import register_search_routes
 from .templates import prepare_jinja2_environment
 
 __all__ = [
+    "deny_writes_to_memory_tables",
+    "explain_refused_writes",
     "menu_links",
     "prepare_connection",
     "prepare_jinja2_environment",

@@ -19,6 +19,12 @@ HIT_QUERIES = {  # one per word index, by the names in weights.INDEXES
         "JOIN entities e ON e.id = entities_fts.rowid "
         "WHERE entities_fts MATCH ? AND e.project = ? ORDER BY rank LIMIT ?"
     ),
+    # an old name a person renamed or merged away counts as a name
+    "memory_aliases": (
+        "SELECT a.entity_id, NULL, -bm25(memory_aliases_fts) FROM memory_aliases_fts "
+        "JOIN memory_aliases a ON a.id = memory_aliases_fts.rowid "
+        "WHERE memory_aliases_fts MATCH ? AND a.project = ? ORDER BY rank LIMIT ?"
+    ),
 }
 Hit = tuple[int, int | None, float]  # (entity id, observation id or None for its name and type, BM25 strength)
 

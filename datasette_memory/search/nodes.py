@@ -4,17 +4,17 @@ import sqlite3
 from typing import Any
 
 from ..graph.reads import open_nodes
-from ..graph.substring import search_nodes as entities_containing
+from ..graph.substring import names_by_alias, search_nodes as entities_containing
 from .excerpts import entity_rows
 from .memory_search import DEFAULT_LIMIT
 from .ranking import DEFAULT_MIN_COVERAGE, find
 from .settings import SearchSettings
 
 
-def substring_rank(entity: dict[str, Any], needle: str) -> tuple[bool, bool, int]:
-    "Where a substring match is: in the name, then the type, then how many observations."
+def substring_rank(entity: dict[str, Any], needle: str, aliased: set[str]) -> tuple[bool, bool, int]:
+    "Where a substring match is: in the name (or an old name), then the type, then how many observations."
     return (
-        needle in entity["name"].lower(),
+        needle in entity["name"].lower() or entity["name"] in aliased,
         needle in entity["entityType"].lower(),
         sum(needle in o.lower() for o in entity["observations"]),
     )
@@ -35,7 +35,8 @@ def search_nodes(conn: sqlite3.Connection, project: str, query: object, settings
     if found["entities"]:
         needle = str(query).lower()
         if needle:
-            found["entities"].sort(key=lambda entity: substring_rank(entity, needle), reverse=True)
+            aliased = names_by_alias(conn, project, needle)
+            found["entities"].sort(key=lambda entity: substring_rank(entity, needle, aliased), reverse=True)
         return found
     _, matches, _ = find(conn, project, str(query), DEFAULT_MIN_COVERAGE, settings)
     rows = entity_rows(conn, [c.id for c in matches[:DEFAULT_LIMIT]])

@@ -9,7 +9,7 @@ from .terms import fts_quote
 UNKNOWN_TERM_WEIGHT = 0.25
 GENERIC_SHARE = 0.2
 GENERIC_MIN_ENTITIES = 3
-INDEXES = ("observations", "entities")  # the word indexes: observations_fts, entities_fts
+INDEXES = ("observations", "entities", "memory_aliases")  # the word indexes: observations_fts, entities_fts, ...
 
 
 def idf(matching: int, total: int) -> float:

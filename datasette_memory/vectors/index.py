@@ -96,6 +96,16 @@ def embed_stale(conn: sqlite3.Connection, entities: list[EntityText], progress: 
     return len(todo)
 
 
+def named(project: str, kind: str, target: str, new: str | None) -> list[tuple[str, str]]:
+    "The ``(project, entity name)`` pairs an event changed: its target, and the name a rename or merge leads to."
+    names = [(project, target)]
+    if kind == "rename_entity" and new:
+        names.append((project, json.loads(new)["name"]))
+    elif kind == "merge_entity" and new:
+        names.append((project, json.loads(new)["into"]))
+    return names
+
+
 def start_from(conn: sqlite3.Connection, since: int) -> None:
     """
     Make the side file if it is missing, starting from ledger event ``since``:
@@ -129,9 +139,9 @@ def catch_up(conn: sqlite3.Connection) -> int:
             record_progress(side, done)
     embedded = 0
     while rows := conn.execute(
-        "SELECT id, project, target FROM events WHERE id > ? ORDER BY id LIMIT ?", [done, EVENTS_PER_STEP]
+        "SELECT id, project, kind, target, new FROM events WHERE id > ? ORDER BY id LIMIT ?", [done, EVENTS_PER_STEP]
     ).fetchall():
-        embedded += refresh(conn, [(project, target) for _, project, target in rows])
+        embedded += refresh(conn, [pair for _, project, kind, target, new in rows for pair in named(project, kind, target, new)])
         done = rows[-1][0]
         with side_file(conn) as side:
             record_progress(side, done)
