@@ -14,13 +14,16 @@ Example::
     memory.verify_chain().ok
 """
 
+import copy
+import dataclasses
 import pathlib
 import sqlite3
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from .config import Config
 from .core import checkpoints, ledger
-from .core.database import connect
+from .core.database import connect, rehearsal
 from .core.errors import InvalidInput
 from .core.ledger import Caller, ChainStatus
 from .core.scope import Scope
@@ -29,6 +32,8 @@ from .governed.tier import GovernedTier
 from .graph import curation, mutations, reads
 from .search import memory_search, nodes
 from .vectors import background
+
+T = TypeVar("T")
 
 
 class Memory:
@@ -90,6 +95,19 @@ class Memory:
 
     def close(self) -> None:
         self.conn.close()
+
+    def rehearse(self, act: Callable[["Memory"], T]) -> T:
+        """
+        What ``act(memory)`` would return, with nothing written: it runs in a
+        transaction that is rolled back (and tells the semantic index nothing).
+
+        :param act: called with a :class:`Memory` like this one
+        """
+        rehearsing = copy.copy(self)
+        rehearsing.scope = dataclasses.replace(self.scope, after_write=None)
+        rehearsing.governed = GovernedTier(rehearsing.scope)
+        with rehearsal(self.conn):
+            return act(rehearsing)
 
     # The knowledge graph: the official memory server's operations
 

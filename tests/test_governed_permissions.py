@@ -192,7 +192,9 @@ async def test_malformed_json_and_wrong_method(datasette):
         "/-/memory/claims/1/approve", content=b"{not json", headers={"content-type": "application/json"}, **PERSON
     )
     assert (response.status_code, response.json()["field"]) == (400, "body")
-    assert (await datasette.client.get("/-/memory/claims/1/approve", **PERSON)).status_code == 405
+    form = await datasette.client.get("/-/memory/claims/1/approve", **PERSON)  # a browser gets the form
+    assert form.status_code == 200 and 'name="rationale"' in form.text
+    assert (await datasette.client.put("/-/memory/claims/1/approve", json={}, **PERSON)).status_code == 405
     response = await datasette.client.post("/-/memory/claims/1/supersede", json={}, **PERSON)
     assert response.status_code == 404
     assert response.json()["error"] == "claims have no act 'supersede'; the acts are approve, reject, reopen"

@@ -75,6 +75,7 @@ async def test_overview_page_and_json(datasette, db_path):
             "observations": 1,
             "relations": 0,
             "events": 2,
+            "pending_claims": 0,
             "latest_checkpoint": {"ts": data["projects"][0]["latest_checkpoint"]["ts"], "summary": "set up billing"},
         }
     ]
@@ -162,7 +163,7 @@ async def test_search_page_shows_results_as_data(searchable):
     html = (await searchable.client.get("/-/memory/search?q=port&project=payments")).text
     assert "<script>alert(1)</script>" not in html
     assert "&lt;script&gt;alert(1)&lt;/script&gt; port" in html
-    assert 'href="/memory/entities?project=payments&amp;name=auth-gateway"' in html
+    assert 'href="/-/memory/entity?project=payments&amp;name=auth-gateway"' in html
     assert "matched port" in html
     empty = (await searchable.client.get("/-/memory/search?q=kubernetes&project=payments")).text
     assert "Memory holds nothing that answers this" in empty

@@ -137,16 +137,33 @@ def write_transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
     Every writer uses it: the core's calls, migrations, the SQL tools and their
     audit log, and the vector side file. Reading the ledger head and appending
     an event inside it cannot race with another process, so the chain never forks.
+    Inside a :func:`rehearsal` it is a savepoint of the rehearsal's transaction.
 
-    :param conn: a connection with no transaction open (any DB-API connection
-        in autocommit mode, such as the vector side file's)
+    :param conn: a connection in autocommit mode (any DB-API connection, such as
+        the vector side file's); no transaction open, or a rehearsal's
     """
-    conn.execute("BEGIN IMMEDIATE")
+    nested = conn.in_transaction
+    conn.execute("SAVEPOINT write_transaction" if nested else "BEGIN IMMEDIATE")
     try:
         yield conn
     except BaseException:
         if conn.in_transaction:
-            conn.execute("ROLLBACK")
+            conn.execute("ROLLBACK TO write_transaction" if nested else "ROLLBACK")
         raise
     else:
-        conn.execute("COMMIT")
+        conn.execute("RELEASE write_transaction" if nested else "COMMIT")
+
+
+@contextlib.contextmanager
+def rehearsal(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """
+    Writes made inside run for their result only: everything is rolled back at
+    the end, so a person can see what an act would change before confirming it.
+
+    :param conn: a connection with no transaction open
+    """
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield conn
+    finally:
+        conn.execute("ROLLBACK")

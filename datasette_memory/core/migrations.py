@@ -430,6 +430,7 @@ def m008_curation(db: Database) -> None:
     # alias of the survivor (searchable, so the old name still finds it), and an
     # edited observation's old words join the deleted words, as a deletion's do.
     # The names are under the reserved memory_ prefix, so no agent's table can hold them.
+    # The ledger gains an index by project, for reading it a project at a time.
     run_script(
         db,
         """
@@ -456,6 +457,8 @@ def m008_curation(db: Database) -> None:
             INSERT INTO memory_aliases_fts (memory_aliases_fts, rowid, alias) VALUES ('delete', old.id, old.alias);
             INSERT INTO memory_aliases_fts (rowid, alias) VALUES (new.id, new.alias);
         END;
+        -- the ledger read by project (people's timeline, the list of projects), newest first
+        CREATE INDEX events_by_project ON events (project, id);
         CREATE TRIGGER memory_deleted_fts_edited AFTER INSERT ON events
         WHEN new.kind = 'update_observation'
         BEGIN

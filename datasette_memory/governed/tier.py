@@ -16,7 +16,7 @@ from ..core.clock import now, parse_time
 from ..core.errors import InvalidInput
 from ..core.scope import Scope
 from ..core.validation import check_limit, check_text
-from . import claims, context_pack, facts
+from . import claims, context_pack, facts, review
 from .contradictions import find_contradictions
 from .gate import Reviewer, require_reviewer
 from .ledger_check import audit_governed
@@ -36,7 +36,7 @@ class GovernedTier:
     def __init__(self, scope: Scope):
         self.scope = scope
 
-    def review(self, reviewer: Reviewer, function: Callable[..., T], *args: Any) -> T:
+    def as_reviewer(self, reviewer: Reviewer, function: Callable[..., T], *args: Any) -> T:
         "Run a person-only ``function`` in one transaction, recorded as the reviewer."
         caller = require_reviewer(reviewer).caller
         return replace(self.scope, caller=caller, after_write=None).write(function, *args)
@@ -100,6 +100,39 @@ class GovernedTier:
         found = facts.facts_as_of(self.scope.conn, self.scope.project, valid, recorded, subject, predicate)
         return {"project": self.scope.project, "as_of_valid": valid, "as_of_recorded": recorded, "facts": found}
 
+    # What a person reviewing memory reads
+
+    def review_queue(self, limit: Any = review.MAX_QUEUE) -> dict[str, Any]:
+        """
+        The project's pending claims, newest first, each with what it contradicts.
+
+        :param limit: most claims to return, 1 to 500
+        :return: ``{pending, shown, claims}``
+        """
+        return review.review_queue(self.scope.conn, self.scope.project, check_limit(limit, "limit", 1, review.MAX_QUEUE))
+
+    def claim(self, claim_id: Any) -> dict[str, Any]:
+        "One claim of the project whole: evidence, reviews, contradictions, the fact it became."
+        return review.claim_detail(self.scope.conn, self.scope.project, claim_id)
+
+    def fact(self, fact_id: Any) -> dict[str, Any]:
+        "One fact of the project whole: its validity history, its claim, its contradictions."
+        return review.fact_detail(self.scope.conn, self.scope.project, fact_id)
+
+    def facts_now(self) -> list[dict[str, Any]]:
+        "The project's facts that hold now."
+        return review.facts_now(self.scope.conn, self.scope.project, now())
+
+    def project_of(self, kind: str, id: Any) -> str:
+        """
+        The project claim or fact ``id`` belongs to, whichever project this tier is scoped to.
+
+        :param kind: ``claims`` or ``facts``
+        """
+        if kind not in ("claims", "facts"):
+            raise InvalidInput(f"kind: must be claims or facts, got {kind!r}")
+        return review.project_of(self.scope.conn, kind, id)
+
     def verify_governed(self) -> dict[str, Any]:
         "Check every claim and fact (every project) against the ledger: ``{ok, problems}``."
         return audit_governed(self.scope.conn)
@@ -138,7 +171,7 @@ class GovernedTier:
         require_reviewer(reviewer)
         args = (claim_id, check_rationale(rationale), parse_time(valid_from, "valid_from"))
         self.scope.refuse_secrets(rationale=rationale)
-        result = self.review(reviewer, claims.approve_claim, *args)
+        result = self.as_reviewer(reviewer, claims.approve_claim, *args)
         return self.with_contradictions(result)
 
     def reject_claim(self, reviewer: Reviewer, claim_id: Any, rationale: Any) -> dict[str, Any]:
@@ -152,7 +185,7 @@ class GovernedTier:
         require_reviewer(reviewer)
         rationale = check_rationale(rationale)
         self.scope.refuse_secrets(rationale=rationale)
-        return self.review(reviewer, claims.reject_claim, claim_id, rationale)
+        return self.as_reviewer(reviewer, claims.reject_claim, claim_id, rationale)
 
     def reopen_claim(self, reviewer: Reviewer, claim_id: Any, rationale: Any) -> dict[str, Any]:
         """
@@ -165,7 +198,7 @@ class GovernedTier:
         require_reviewer(reviewer)
         rationale = check_rationale(rationale)
         self.scope.refuse_secrets(rationale=rationale)
-        return self.review(reviewer, claims.reopen_claim, claim_id, rationale)
+        return self.as_reviewer(reviewer, claims.reopen_claim, claim_id, rationale)
 
     def record_fact(
         self, reviewer: Reviewer, subject: Any, predicate: Any, object: Any, rationale: Any, valid_from: Any = None, valid_to: Any = None
@@ -184,7 +217,7 @@ class GovernedTier:
         rationale = check_rationale(rationale)
         times = (parse_time(valid_from, "valid_from"), parse_time(valid_to, "valid_to"))
         self.scope.refuse_secrets(subject=subject, predicate=predicate, object=object, rationale=rationale)
-        return self.with_contradictions(self.review(reviewer, facts.record_fact, statement, rationale, *times))
+        return self.with_contradictions(self.as_reviewer(reviewer, facts.record_fact, statement, rationale, *times))
 
     def supersede_fact(self, reviewer: Reviewer, fact_id: Any, object: Any, rationale: Any, effective: Any = None) -> dict[str, Any]:
         """
@@ -202,7 +235,7 @@ class GovernedTier:
         effective = parse_time(effective, "effective")
         self.scope.refuse_secrets(object=object, rationale=rationale)
         return self.with_contradictions(
-            self.review(reviewer, facts.supersede_fact, fact_id, object, rationale, effective)
+            self.as_reviewer(reviewer, facts.supersede_fact, fact_id, object, rationale, effective)
         )
 
     def invalidate_fact(self, reviewer: Reviewer, fact_id: Any, rationale: Any, effective: Any = None) -> dict[str, Any]:
@@ -218,7 +251,7 @@ class GovernedTier:
         rationale = check_rationale(rationale)
         effective = parse_time(effective, "effective")
         self.scope.refuse_secrets(rationale=rationale)
-        return self.review(reviewer, facts.invalidate_fact, fact_id, rationale, effective)
+        return self.as_reviewer(reviewer, facts.invalidate_fact, fact_id, rationale, effective)
 
     def revalidate_fact(self, reviewer: Reviewer, fact_id: Any, rationale: Any) -> dict[str, Any]:
         """
@@ -232,7 +265,7 @@ class GovernedTier:
         require_reviewer(reviewer)
         rationale = check_rationale(rationale)
         self.scope.refuse_secrets(rationale=rationale)
-        return self.with_contradictions(self.review(reviewer, facts.revalidate_fact, fact_id, rationale))
+        return self.with_contradictions(self.as_reviewer(reviewer, facts.revalidate_fact, fact_id, rationale))
 
     def with_contradictions(self, result: dict[str, Any]) -> dict[str, Any]:
         "``result`` with the contradictions its fact is now part of, flagged for review."

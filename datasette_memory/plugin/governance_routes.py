@@ -1,130 +1,97 @@
-"""JSON endpoints for the governed tier, under ``/-/memory``.
+"""The governed tier's JSON API, under ``/-/memory``: reads for scripts, acts for a signed-in person.
 
 Reads (claims, facts, contradictions, context packs) need ``view-database`` on
 the memory database, like the rest of Datasette's JSON API, so scripts can use
-API tokens. Governance acts need a :class:`~datasette_memory.governed.gate.Reviewer`:
-a signed-in person holding ``memory-approve``, never a token.
+API tokens. Acts take a JSON body and need a signed-in person holding
+``memory-approve``, never a token (see :mod:`.acts`). The same act URLs serve
+people's forms (:mod:`.review_forms`) when a browser asks for them.
 """
 
 import json
+from typing import Any
 
 from datasette import Response, hookimpl
 
-from ..core.errors import InvalidInput, NotFound
+from ..core.errors import InvalidInput
 from ..core.validation import DEFAULT_PROJECT, type_name
 from ..governed.gate import reviewer_for_request
-from .connection import call_memory
-from .json_api import int_arg, json_errors, read_memory
-
-# (kind, act): (Memory method, required body fields, optional body fields)
-ACTS = {
-    ("claims", "approve"): ("approve_claim", ("rationale",), ("valid_from",)),
-    ("claims", "reject"): ("reject_claim", ("rationale",), ()),
-    ("claims", "reopen"): ("reopen_claim", ("rationale",), ()),
-    ("facts", "supersede"): ("supersede_fact", ("object", "rationale"), ("effective",)),
-    ("facts", "invalidate"): ("invalidate_fact", ("rationale",), ("effective",)),
-    ("facts", "revalidate"): ("revalidate_fact", ("rationale",), ()),
-}
-ENTRY = ("record_fact", ("subject", "predicate", "object", "rationale"), ("valid_from", "valid_to"))
-MAX_ID = 2**63 - 1
+from . import review_forms
+from .acts import ENTRY, Act, act_for, path_id, perform
+from .errors import for_a_person, handled
+from .pages import int_arg, read_memory
 
 
-async def body_arguments(request, required: tuple, optional: tuple) -> dict:
-    "The JSON object posted, checked against the fields an act takes."
+async def body_arguments(request: Any, act: Act) -> dict[str, Any]:
+    "The JSON object posted, checked against the fields the act takes."
     try:
         body = json.loads(await request.post_body() or b"null")
     except ValueError:
         raise InvalidInput("body: is not valid JSON; send a JSON object such as {\"rationale\": \"...\"}")
     if not isinstance(body, dict):
         raise InvalidInput(f"body: must be a JSON object, got {type_name(body)}")
-    allowed = required + optional + ("project",)
+    allowed = act.names("required") + act.names("optional") + ("project",)
     for name in body:
         if name not in allowed:
             raise InvalidInput(f"{name}: unknown field; this act takes {', '.join(allowed)}")
-    for name in required:
+    for name in act.names("required"):
         if name not in body:
             raise InvalidInput(f"{name}: required field is missing")
     return body
 
 
-def path_id(request) -> int:
-    value = int(request.url_vars["id"])
-    if value > MAX_ID:
-        raise NotFound(f"no claim or fact has id {value}")
-    return value
-
-
-def method_not_allowed(request, allowed: str):
-    if request.method != allowed:
-        return Response.json({"ok": False, "error": f"use {allowed} for this endpoint"}, status=405)
-
-
-async def perform(datasette, request, required: tuple, optional: tuple, method: str, status: int = 200) -> Response:
+async def json_act(datasette: Any, request: Any, act: Act, args: tuple[Any, ...], status: int = 200) -> Response:
     """
     Check for a person holding memory-approve first (403), then the body (400),
-    then run ``method`` on Datasette's write thread as that person.
+    then perform the act as that person.
     """
     reviewer = await reviewer_for_request(datasette, request)
-    arguments = await body_arguments(request, required, optional)
-    args = (path_id(request),) if "id" in request.url_vars else ()
+    arguments = await body_arguments(request, act)
     project = arguments.pop("project", None) or request.args.get("project") or DEFAULT_PROJECT
-    result = await call_memory(
-        datasette,
-        lambda memory: getattr(memory.governed, method)(reviewer, *args, **arguments),
-        write=True,
-        project=project,
-        actor=reviewer.actor,
-    )
-    return Response.json({"ok": True, **result}, status=status)
+    return Response.json({"ok": True, **(await perform(datasette, reviewer, act, project, args, arguments))}, status=status)
 
 
-@json_errors
-async def governance_act(datasette, request):
-    "``POST /-/memory/{claims,facts}/<id>/<act>``: a person's governance act on one claim or fact."
-    if problem := method_not_allowed(request, "POST"):
-        return problem
-    kind, act = request.url_vars["kind"], request.url_vars["act"]
-    if (kind, act) not in ACTS:
-        acts = ", ".join(a for k, a in ACTS if k == kind)
-        raise NotFound(f"{kind} have no act {act!r}; the acts are {acts}")
-    method, required, optional = ACTS[(kind, act)]
-    return await perform(datasette, request, required, optional, method)
+def method_not_allowed() -> Response:
+    return Response.json({"ok": False, "error": "use POST with a JSON body for this endpoint, or open it in a browser"}, status=405)
 
 
-@json_errors
-async def enter_fact(datasette, request):
+async def governance_act(datasette: Any, request: Any) -> Response:
+    "``/-/memory/{claims,facts}/<id>/<act>``: a person's act on one claim or fact; a form in a browser."
+    act = act_for(request.url_vars["kind"], request.url_vars["act"])
+    if for_a_person(request):
+        return await review_forms.act_page(datasette, request, act)
+    if request.method != "POST":
+        return method_not_allowed()
+    return await json_act(datasette, request, act, (path_id(request),))
+
+
+async def enter_fact(datasette: Any, request: Any) -> Response:
     "``POST /-/memory/facts``: a person enters a fact directly."
-    if problem := method_not_allowed(request, "POST"):
-        return problem
-    method, required, optional = ENTRY
-    return await perform(datasette, request, required, optional, method, status=201)
+    if request.method != "POST":
+        return method_not_allowed()
+    return await json_act(datasette, request, ENTRY, (), status=201)
 
 
-@json_errors
-async def claims_json(datasette, request):
+async def claims_json(datasette: Any, request: Any) -> Response:
     "``GET /-/memory/claims.json?status=&project=&limit=``"
     status, limit = request.args.get("status"), int_arg(request, "limit", 100)
     found = await read_memory(datasette, request, lambda memory: memory.governed.list_claims(status, limit))
     return Response.json({"ok": True, "claims": found})
 
 
-@json_errors
-async def facts_json(datasette, request):
+async def facts_json(datasette: Any, request: Any) -> Response:
     "``GET /-/memory/facts.json?subject=&predicate=&as_of_valid=&as_of_recorded=&project=``"
     names = ("subject", "predicate", "as_of_valid", "as_of_recorded")
     arguments = {name: request.args.get(name) for name in names}
     return Response.json({"ok": True, **(await read_memory(datasette, request, lambda memory: memory.governed.get_facts(**arguments)))})
 
 
-@json_errors
-async def contradictions_json(datasette, request):
+async def contradictions_json(datasette: Any, request: Any) -> Response:
     "``GET /-/memory/contradictions.json?project=``"
     found = await read_memory(datasette, request, lambda memory: memory.governed.contradictions())
     return Response.json({"ok": True, "contradictions": found})
 
 
-@json_errors
-async def context_pack_json(datasette, request):
+async def context_pack_json(datasette: Any, request: Any) -> Response:
     "``GET /-/memory/context-pack.json?q=&budget=&include_proposed=&project=``"
     query, budget = request.args.get("q", ""), int_arg(request, "budget", 4000)
     include_proposed = request.args.get("include_proposed", "1") not in ("0", "false", "no")
@@ -133,8 +100,8 @@ async def context_pack_json(datasette, request):
 
 
 @hookimpl(specname="register_routes")
-def register_governance_routes(datasette):
-    return [
+def register_governance_routes(datasette: Any) -> list[tuple[str, Any]]:
+    routes = [
         (r"^/-/memory/(?P<kind>claims|facts)/(?P<id>\d+)/(?P<act>[a-z]+)$", governance_act),
         (r"^/-/memory/facts$", enter_fact),
         (r"^/-/memory/claims\.json$", claims_json),
@@ -142,3 +109,4 @@ def register_governance_routes(datasette):
         (r"^/-/memory/contradictions\.json$", contradictions_json),
         (r"^/-/memory/context-pack\.json$", context_pack_json),
     ]
+    return [(pattern, handled(view)) for pattern, view in routes]

@@ -1,37 +1,31 @@
-"""``/-/memory``: the overview page and its JSON, and the menu link to it."""
+"""``/-/memory``: the overview page and its JSON, and the menu links to the memory pages."""
+
+from typing import Any
 
 from datasette import Response, hookimpl
 from datasette.resources import DatabaseResource
 
 from ..overview import overview
-from .connection import memory_database, memory_database_name
+from .connection import memory_database
+from .errors import handled
+from .pages import NAVIGATION, respond, viewable_database
+
+QUERIES_LISTED = 50
 
 
-async def memory_overview(datasette, request):
-    "``/-/memory`` and ``/-/memory.json``: projects, counts and the chain status."
-    db = memory_database(datasette)
-    if db is None:
-        return Response.error(f"No memory database named {memory_database_name(datasette)} is being served", 404)
-    await datasette.ensure_permission(
-        action="view-database", resource=DatabaseResource(db.name), actor=request.actor
-    )
+async def memory_overview(datasette: Any, request: Any) -> Response:
+    "``/-/memory`` and ``/-/memory.json``: projects, their counts and pending claims, and the chain status."
+    db = await viewable_database(datasette, request)
     data = {
         "database": db.name,
         "path": db.path,
         **(await db.execute_fn(overview)),
         **(await stored_queries(datasette, db.name, request.actor)),
     }
-    if request.url_vars.get("format") == "json":
-        return Response.json(data)
-    return Response.html(
-        await datasette.render_template("memory_overview.html", {**data, "memory_page": "overview"}, request=request)
-    )
+    return await respond(datasette, request, "overview", "memory_overview.html", data)
 
 
-QUERIES_LISTED = 50
-
-
-async def stored_queries(datasette, database: str, actor) -> dict:
+async def stored_queries(datasette: Any, database: str, actor: Any) -> dict[str, Any]:
     "The first stored queries this actor may run (name, title, description, path), and whether there are more."
     page = await datasette.list_queries(database, actor=actor, limit=QUERIES_LISTED)
     queries = [
@@ -42,18 +36,16 @@ async def stored_queries(datasette, database: str, actor) -> dict:
 
 
 @hookimpl(specname="register_routes")
-def register_overview_routes(datasette):
-    return [(r"^/-/memory(\.(?P<format>json))?$", memory_overview)]
+def register_overview_routes(datasette: Any) -> list[tuple[str, Any]]:
+    return [(r"^/-/memory(\.(?P<format>json))?$", handled(memory_overview))]
 
 
 @hookimpl
-def menu_links(datasette, actor):
-    async def inner():
+def menu_links(datasette: Any, actor: Any) -> Any:
+    async def inner() -> list[dict[str, str]] | None:
         db = memory_database(datasette)
         if db and await datasette.allowed(action="view-database", resource=DatabaseResource(db.name), actor=actor):
-            return [
-                {"href": datasette.urls.path("/-/memory"), "label": "Memory"},
-                {"href": datasette.urls.path("/-/memory/search"), "label": "Search memory"},
-            ]
+            return [{"href": datasette.urls.path(path), "label": f"Memory: {label.lower()}"} for _, path, label in NAVIGATION]
+        return None
 
     return inner

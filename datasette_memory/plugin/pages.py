@@ -1,0 +1,116 @@
+"""What every memory page and JSON endpoint shares: the database, the reader, the project, and the answer's form.
+
+Every page under ``/-/memory`` has a JSON twin (the same path with ``.json``)
+holding the same data; :func:`respond` renders one or the other. Failures are
+raised as the core's errors and rendered in one place (:mod:`.errors`).
+"""
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from datasette import Response
+from datasette.resources import DatabaseResource
+
+from ..core.errors import InvalidInput, MemoryStoreError, NotFound
+from ..core.validation import DEFAULT_PROJECT
+from ..memory import Memory
+from ..overview import project_names
+from .connection import call_memory, memory_database, memory_database_name
+
+T = TypeVar("T")
+# page name, path, label: the navigation every memory page shows
+NAVIGATION = (
+    ("overview", "/-/memory", "Overview"),
+    ("review", "/-/memory/review", "Review"),
+    ("search", "/-/memory/search", "Search"),
+    ("ledger", "/-/memory/ledger", "Ledger"),
+)
+
+
+class CannotView(MemoryStoreError, PermissionError):
+    """The reader may not view the memory database."""
+
+
+class NotServed(NotFound):
+    """No memory database is being served under the configured name."""
+
+
+async def viewable_database(datasette: Any, request: Any) -> Any:
+    """
+    The memory database, for a reader allowed to view it.
+
+    :raises NotServed: if it is not being served
+    :raises CannotView: without ``view-database`` on it
+    """
+    db = memory_database(datasette)
+    if db is None:
+        raise NotServed(f"no memory database named {memory_database_name(datasette)} is being served")
+    if not await datasette.allowed(action="view-database", resource=DatabaseResource(db.name), actor=request.actor):
+        raise CannotView(f"reading memory needs view-database on the {db.name} database; sign in, or ask its owner")
+    return db
+
+
+async def known_projects(datasette: Any) -> list[str]:
+    "Every project that has stored anything, and the default project."
+    names = await memory_database(datasette).execute_fn(project_names)
+    return sorted(set(names) | {DEFAULT_PROJECT})
+
+
+async def chosen_project(datasette: Any, request: Any) -> str:
+    """
+    The project the request names (``?project=``), else the default one.
+
+    :raises NotFound: for a project nothing was ever stored in, listing the known ones
+    """
+    project = request.args.get("project") or DEFAULT_PROJECT
+    known = await known_projects(datasette)
+    if project not in known:
+        raise NotFound(f"project: there is no project {project!r}; the projects are {', '.join(known)}")
+    return project
+
+
+def actor_id(request: Any) -> str:
+    "Who is reading, for the ledger's sake: the actor's id, else anonymous."
+    return str((request.actor or {}).get("id") or "anonymous")
+
+
+async def read_memory(datasette: Any, request: Any, function: Callable[[Memory], T]) -> T:
+    """
+    Run ``function(memory)`` for a reader allowed to view the memory database,
+    in the project the request names.
+
+    :raises CannotView: without view-database on the memory database
+    :raises NotFound: for an unknown project
+    """
+    await viewable_database(datasette, request)
+    return await call_memory(datasette, function, project=await chosen_project(datasette, request), actor=actor_id(request))
+
+
+def int_arg(request: Any, name: str, default: int) -> int:
+    "An integer query-string argument, or an error naming it."
+    value = request.args.get(name)
+    if value is None:
+        return default
+    try:
+        return int(value)
+    except ValueError:
+        raise InvalidInput(f"{name}: must be an integer, got {value!r}")
+
+
+def wants_json(request: Any) -> bool:
+    "Whether the request asked for a page's JSON twin."
+    return request.url_vars.get("format") == "json"
+
+
+async def respond(datasette: Any, request: Any, page: str, template: str, data: dict[str, Any]) -> Response:
+    """
+    ``data`` as the page ``template`` for people, or as JSON for scripts.
+
+    :param page: which navigation entry the page is under
+    :param template: the page's template
+    :param data: what the page shows: JSON-serializable
+    """
+    if wants_json(request):
+        return Response.json({"ok": True, **data})
+    context = {**data, "memory_page": page, "memory_navigation": NAVIGATION, "database": memory_database_name(datasette)}
+    return Response.html(await datasette.render_template(template, context, request=request))

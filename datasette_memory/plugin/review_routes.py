@@ -1,0 +1,63 @@
+"""The review pages: the queue of pending claims, one claim, one fact, each with its JSON twin.
+
+Reading them needs ``view-database``; the links to act on a claim or fact
+appear for whoever Datasette says holds ``memory-approve``, and the forms
+themselves check again (:mod:`.review_forms`).
+"""
+
+from typing import Any
+
+from datasette import Response, hookimpl
+
+from ..governed.approve_action import APPROVE_ACTION
+from . import review_forms
+from .acts import ACTS
+from .connection import call_memory
+from .errors import handled
+from .pages import chosen_project, int_arg, known_projects, respond, viewable_database
+
+
+async def may_approve(datasette: Any, request: Any) -> bool:
+    "Whether to show the act links (the gate checks again, and refuses tokens)."
+    return bool(request.actor) and await datasette.allowed(action=APPROVE_ACTION, actor=request.actor)
+
+
+async def review_page(datasette: Any, request: Any) -> Response:
+    "``/-/memory/review``: the project's pending claims with what each contradicts, and the facts that hold now."
+    await viewable_database(datasette, request)
+    project = await chosen_project(datasette, request)
+    limit = int_arg(request, "limit", 100)
+
+    def read(memory: Any) -> dict[str, Any]:
+        return {**memory.governed.review_queue(limit), "facts": memory.governed.facts_now()}
+
+    data = {"project": project, "projects": await known_projects(datasette), **(await call_memory(datasette, read, project=project))}
+    return await respond(datasette, request, "review", "memory_review.html", {**data, "may_approve": await may_approve(datasette, request)})
+
+
+async def item_page(datasette: Any, request: Any) -> Response:
+    "``/-/memory/claims/<id>`` and ``/-/memory/facts/<id>``: one claim or fact whole, and the acts on it."
+    await viewable_database(datasette, request)
+    kind = request.url_vars["kind"]
+    project, id, item = await review_forms.target_of(datasette, request, kind)
+    acts = [name for (k, name) in ACTS if k == kind and allowed_now(kind, name, item)]
+    data = {"kind": kind, "project": project, kind[:-1]: item, "acts": acts, "may_approve": await may_approve(datasette, request)}
+    return await respond(datasette, request, "review", f"memory_{kind[:-1]}.html", data)
+
+
+def allowed_now(kind: str, act: str, item: dict[str, Any]) -> bool:
+    "Whether ``act`` applies to the claim or fact as it stands (the core checks again)."
+    if kind == "claims":
+        return item["status"] == ("rejected" if act == "reopen" else "candidate")
+    return (item["valid_to"] is not None) == (act == "revalidate")
+
+
+@hookimpl(specname="register_routes")
+def register_review_routes(datasette: Any) -> list[tuple[str, Any]]:
+    routes = [
+        (r"^/-/memory/review(\.(?P<format>json))?$", review_page),
+        (r"^/-/memory/facts/new$", review_forms.record_fact_page),
+        (r"^/-/memory/(?P<kind>claims|facts)/(?P<id>\d+)(\.(?P<format>json))?$", item_page),
+    ]
+    return [(pattern, handled(view)) for pattern, view in routes]
+
