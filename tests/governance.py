@@ -6,7 +6,7 @@ import concurrent.futures
 from datasette.app import Datasette
 from datasette.utils.asgi import Request
 
-from datasette_memory.governed.approve_action import APPROVE_ACTION
+from datasette_memory.governed.person_actions import APPROVE_ACTION
 from datasette_memory.governed.gate import reviewer_for_request
 
 PERSON = "alice"

@@ -5,7 +5,7 @@ from datasette.app import Datasette
 from datasette.tokens import TokenRestrictions
 
 from datasette_memory import Memory
-from datasette_memory.governed.approve_action import APPROVE_ACTION
+from datasette_memory.governed.person_actions import APPROVE_ACTION
 
 from .governance import approver_config, issue_reviewer
 

@@ -10,7 +10,7 @@ import secrets
 import click
 
 from ..config import Config
-from ..governed.approve_action import APPROVE_ACTION
+from ..governed.person_actions import APPROVE_ACTION
 from .options import config_options, db_option, open_db
 
 

@@ -22,7 +22,7 @@ from typing import Any, Protocol
 
 from ..core.errors import MemoryStoreError
 from ..core.ledger import Caller
-from .approve_action import APPROVE_ACTION
+from .person_actions import APPROVE_ACTION
 
 
 class Permissions(Protocol):
@@ -63,15 +63,37 @@ class Reviewer:
 _ISSUED: "weakref.WeakSet[Reviewer]" = weakref.WeakSet()
 
 
-def token_problem(request: AuthenticatedRequest, actor: dict[str, Any]) -> str | None:
-    "Why this request's actor is not a signed-in person, or None if it is."
+def token_problem(request: AuthenticatedRequest, actor: dict[str, Any], action: str) -> str | None:
+    "Why this request's actor is not a signed-in person who could hold ``action``, or None if it is."
     if not actor or actor.get("id") in (None, ""):
         return "no one is signed in"
     if "token" in actor or "_r" in actor:
-        return f"actor {actor['id']!r} authenticated with an API token, and tokens never carry {APPROVE_ACTION}"
+        return f"actor {actor['id']!r} authenticated with an API token, and tokens never carry {action}"
     if request.headers.get("authorization", "").lower().startswith("bearer "):
-        return f"the request carries a bearer token, and tokens never carry {APPROVE_ACTION}"
+        return f"the request carries a bearer token, and tokens never carry {action}"
     return None
+
+
+async def person_holding(datasette: Permissions, request: AuthenticatedRequest, action: str) -> str:
+    """
+    The id of the signed-in person making ``request``, if Datasette says they hold ``action``.
+
+    :param datasette: the Datasette instance serving the memory file
+    :param request: the request asking for a person-only act
+    :param action: ``memory-approve`` or ``memory-curate``
+    :raises ReviewRequired: naming what is missing
+    """
+    actor = request.actor or {}
+    problem = token_problem(request, actor, action)
+    if problem is None and not await datasette.allowed(action=action, actor=actor):
+        problem = f"actor {actor['id']!r} does not hold {action}"
+    if problem:
+        raise ReviewRequired(
+            f"{problem}. This needs a person signed in to Datasette who holds {action} "
+            "(grant it under permissions in datasette.yaml, or with serve --approver / --curator); "
+            "agents can only propose claims and use their tools"
+        )
+    return str(actor["id"])
 
 
 async def reviewer_for_request(datasette: Permissions, request: AuthenticatedRequest) -> Reviewer:
@@ -82,16 +104,7 @@ async def reviewer_for_request(datasette: Permissions, request: AuthenticatedReq
     :param request: the request asking for a person-only act
     :raises ReviewRequired: naming what is missing; nothing is issued
     """
-    actor = request.actor or {}
-    problem = token_problem(request, actor)
-    if problem is None and not await datasette.allowed(action=APPROVE_ACTION, actor=actor):
-        problem = f"actor {actor['id']!r} does not hold {APPROVE_ACTION}"
-    if problem:
-        raise ReviewRequired(
-            f"{problem}. Governance acts need a person signed in to Datasette who holds "
-            f"{APPROVE_ACTION} (grant it under permissions in datasette.yaml); agents can only propose claims"
-        )
-    reviewer = Reviewer(str(actor["id"]))
+    reviewer = Reviewer(await person_holding(datasette, request, APPROVE_ACTION))
     _ISSUED.add(reviewer)
     return reviewer
 

@@ -1,6 +1,6 @@
 """The Datasette plugin: each hook lives in a small module of its own."""
 
-from .actions import register_governance_actions
+from .actions import register_person_actions
 from .connection import prepare_connection, startup
 from .governance_routes import register_governance_routes
 from .mcp_http import register_mcp_routes, stop_mcp
@@ -17,7 +17,7 @@ __all__ = [
     "menu_links",
     "prepare_connection",
     "prepare_jinja2_environment",
-    "register_governance_actions",
+    "register_person_actions",
     "register_governance_routes",
     "register_mcp_routes",
     "register_events",

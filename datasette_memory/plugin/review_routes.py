@@ -9,7 +9,7 @@ from typing import Any
 
 from datasette import Response, hookimpl
 
-from ..governed.approve_action import APPROVE_ACTION
+from ..governed.person_actions import APPROVE_ACTION
 from . import review_forms
 from .acts import ACTS
 from .connection import call_memory
