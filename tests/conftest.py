@@ -1,3 +1,6 @@
+import os
+import shutil
+
 import pytest
 
 from datasette_memory import Config, Memory, SearchSettings
@@ -19,3 +22,45 @@ def memory(db_path):
 def lexical():
     "A configuration with the semantic arm off, as if the extra were not installed."
     return Config(search=SearchSettings(semantic=False))
+
+
+CHROMIUM_FLAGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+def chromium_path() -> str:
+    "Debian's Chromium (which tests/run installs when it can), or the executable named by $DATASETTE_MEMORY_CHROMIUM."
+    path = os.environ.get("DATASETTE_MEMORY_CHROMIUM") or shutil.which("chromium")
+    if not path:
+        pytest.fail("no Chromium: apt-get install chromium, or set DATASETTE_MEMORY_CHROMIUM to its executable")
+    return path
+
+
+@pytest.fixture(scope="module")
+def browser():
+    "A real Chromium, driven by Playwright, for one module's page tests (Playwright's loop must not outlive them: async tests follow)."
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_FLAGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def page(browser):
+    "A fresh browser page (no cookies); the test fails if the page raised a JavaScript error."
+    context = browser.new_context(viewport={"width": 1200, "height": 900})
+    page = context.new_page()
+    errors = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    yield page
+    context.close()
+    assert errors == [], f"the page raised JavaScript errors: {errors}"

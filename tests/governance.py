@@ -6,8 +6,9 @@ import concurrent.futures
 from datasette.app import Datasette
 from datasette.utils.asgi import Request
 
-from datasette_memory.governed.person_actions import APPROVE_ACTION
+from datasette_memory import Memory
 from datasette_memory.governed.gate import reviewer_for_request
+from datasette_memory.governed.person_actions import APPROVE_ACTION
 
 PERSON = "alice"
 
@@ -30,3 +31,12 @@ def issue_reviewer(actor_id: str = PERSON):
     # in a thread of its own, so sync tests and async ones (with a running loop) can both call this
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
         return pool.submit(asyncio.run, issue()).result()
+
+
+def ledger_length(db_path) -> int:
+    "How many events the ledger of the memory file at ``db_path`` holds."
+    memory = Memory.open(db_path)
+    try:
+        return memory.conn.execute("SELECT count(*) FROM events").fetchone()[0]
+    finally:
+        memory.close()

@@ -7,7 +7,7 @@ from datasette.tokens import TokenRestrictions
 from datasette_memory import Memory
 from datasette_memory.governed.person_actions import APPROVE_ACTION
 
-from .governance import approver_config, issue_reviewer
+from .governance import approver_config, issue_reviewer, ledger_length
 
 PAST = "2020-01-01"
 
@@ -41,14 +41,6 @@ def seed(db_path):
 def datasette(db_path):
     seed(db_path)
     return Datasette([str(db_path)], config=approver_config("alice"))
-
-
-def ledger_length(db_path):
-    memory = Memory.open(db_path)
-    try:
-        return memory.conn.execute("SELECT count(*) FROM events").fetchone()[0]
-    finally:
-        memory.close()
 
 
 def bearer(token):

@@ -5,34 +5,16 @@ installs when it can) or the executable named by $DATASETTE_MEMORY_CHROMIUM.
 """
 
 import os
-import shutil
 import subprocess
 import sys
 
 import pytest
-from playwright.sync_api import expect, sync_playwright
+from playwright.sync_api import expect
 
 from datasette_memory import Config, Memory, SearchSettings
 
 from .test_cli import fetch, free_port
 from .test_search import entity
-
-CHROMIUM_FLAGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
-
-
-def chromium_path() -> str:
-    path = os.environ.get("DATASETTE_MEMORY_CHROMIUM") or shutil.which("chromium")
-    if not path:
-        pytest.fail("no Chromium: apt-get install chromium, or set DATASETTE_MEMORY_CHROMIUM to its executable")
-    return path
 
 
 @pytest.fixture(scope="module")
@@ -70,25 +52,6 @@ def server(tmp_path_factory):
     finally:
         process.terminate()
         process.wait(timeout=10)
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_FLAGS)
-        yield browser
-        browser.close()
-
-
-@pytest.fixture
-def page(browser):
-    context = browser.new_context()
-    page = context.new_page()
-    errors = []
-    page.on("pageerror", lambda error: errors.append(str(error)))
-    yield page
-    context.close()
-    assert errors == [], f"the page raised JavaScript errors: {errors}"
 
 
 def test_overview_lists_projects_and_links_onwards(server, page):

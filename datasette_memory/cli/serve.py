@@ -1,16 +1,22 @@
 """``serve`` and ``create-token``: the memory file in Datasette, and tokens for scripts and MCP over HTTP."""
 
 import asyncio
+import getpass
+import hashlib
 import io
+import ipaddress
 import json
 import os
 import pathlib
 import secrets
+from dataclasses import dataclass
+from typing import IO, Any
 
 import click
+import yaml
 
 from ..config import Config
-from ..governed.person_actions import APPROVE_ACTION
+from ..governed.person_actions import APPROVE_ACTION, CURATE_ACTION
 from .options import config_options, db_option, open_db
 
 
@@ -19,38 +25,163 @@ from .options import config_options, db_option, open_db
 @click.option("-h", "--host", default="127.0.0.1", show_default=True, help="Host to listen on")
 @click.option("-p", "--port", default=8001, show_default=True, type=int, help="Port to listen on")
 @click.option(
+    "--owner",
+    default=lambda: default_owner(),
+    show_default="your user name",
+    help="Who the printed sign-in link signs in; the owner holds memory-approve and memory-curate",
+)
+@click.option(
     "--approver",
     "approvers",
     multiple=True,
-    help="Grant memory-approve to this signed-in actor id (repeatable); tokens never carry it",
+    help="Also grant memory-approve to this signed-in actor id (repeatable); tokens never carry it",
 )
-@click.option("--root", is_flag=True, help="Print a URL that signs you in as root, who may approve")
+@click.option(
+    "--curator",
+    "curators",
+    multiple=True,
+    help="Also grant memory-curate to this signed-in actor id (repeatable); tokens never carry it",
+)
+@click.option("--public", is_flag=True, help="On a host other than this machine, let anonymous visitors read memory too")
+@click.option(
+    "--config",
+    "extra_config",
+    type=click.File("r", encoding="utf-8"),
+    help="A Datasette configuration file (YAML or JSON) merged over the built-in one: an authentication plugin's "
+    "accounts, permissions",
+)
+@click.option("--root", is_flag=True, help="Also print Datasette's own sign-in link for root, who holds every action")
 @config_options
 @click.pass_context
-def serve(ctx: click.Context, db_path: pathlib.Path | None, host: str, port: int, approvers: tuple[str, ...], root: bool, config: Config) -> None:
-    "Serve the memory file in Datasette, creating and migrating it if needed."
+def serve(
+    ctx: click.Context,
+    db_path: pathlib.Path | None,
+    host: str,
+    port: int,
+    owner: str,
+    approvers: tuple[str, ...],
+    curators: tuple[str, ...],
+    public: bool,
+    extra_config: IO[str] | None,
+    root: bool,
+    config: Config,
+) -> None:
+    """Serve the memory file in Datasette, creating and migrating it if needed.
+
+    Prints a sign-in link for the owner at each start; the sign-in lasts across
+    restarts. On a host other than this machine, only signed-in people and API
+    tokens can read memory, unless --public.
+    """
     from datasette.cli import serve as datasette_serve
 
-    from ..plugin.connection import PLUGIN_NAME
     from ..plugin.resources import datasette_config
 
     path, conn = open_db(db_path)
     conn.close()
     click.echo(f"Memory file: {path}", err=True)
-    datasette = datasette_config("datasette.yaml", path.stem)
-    datasette.setdefault("plugins", {})[PLUGIN_NAME] = {"database": path.stem, **config.to_mapping()}
-    if approvers:
-        datasette.setdefault("permissions", {})[APPROVE_ACTION] = {"id": list(approvers)}
+    token = secrets.token_urlsafe(24)
+    people = People(owner, approvers, curators, root)
+    settings = serve_config(path, config, people, hashlib.sha256(token.encode()).hexdigest(), public or is_loopback(host))
+    if extra_config is not None:
+        settings = merged(settings, yaml.safe_load(extra_config) or {})
+    click.echo(f"Sign in as {owner}: http://{url_host(host)}:{port}/-/memory/sign-in?token={token}", err=True)
+    if not (public or is_loopback(host)):
+        click.echo(
+            f"Listening on {host}: anonymous visitors cannot read memory; people sign in, scripts use API tokens "
+            "(--public lets anyone read).",
+            err=True,
+        )
     ctx.invoke(
         datasette_serve,
         files=(str(path),),
         host=host,
         port=port,
-        config=io.StringIO(json.dumps(datasette)),
+        config=io.StringIO(json.dumps(settings)),
         metadata=io.StringIO(json.dumps(datasette_config("metadata.yml", path.stem))),
         secret=token_secret(path),
         root=root,
     )
+
+
+# what reading takes, in Datasette's terms: refused to anonymous visitors off this machine
+READ_ACTIONS = ("view-instance", "view-database", "view-database-download", "view-table", "view-query", "execute-sql")
+
+
+@dataclass(frozen=True)
+class People:
+    """Who may do what: the owner (signed in by the printed link) and the people granted actions."""
+
+    owner: str
+    approvers: tuple[str, ...] = ()
+    curators: tuple[str, ...] = ()
+    root: bool = False
+
+    def holding(self, extra: tuple[str, ...]) -> list[str]:
+        "The ids allowed an action: the owner, root when enabled, and those named for it."
+        return list(dict.fromkeys((self.owner, *(("root",) if self.root else ()), *extra)))
+
+
+def serve_config(path: pathlib.Path, config: Config, people: People, sign_in_digest: str, anonymous_reads: bool) -> dict[str, Any]:
+    """
+    The Datasette configuration ``serve`` runs with: the built-in stored queries and
+    table options, the plugin's settings, who holds the person-only actions, and
+    who may read.
+
+    :param path: the memory file (its stem names the database)
+    :param config: what the flags and environment configured
+    :param people: the owner and those granted actions
+    :param sign_in_digest: sha256 of this start's sign-in token
+    :param anonymous_reads: whether someone not signed in may read memory
+    """
+    from ..plugin.connection import PLUGIN_NAME
+    from ..plugin.resources import datasette_config
+
+    settings = datasette_config("datasette.yaml", path.stem)
+    settings.setdefault("plugins", {})[PLUGIN_NAME] = {
+        "database": path.stem,
+        **config.to_mapping(),
+        "sign_in": {"actor": people.owner, "digest": sign_in_digest},
+    }
+    permissions = settings.setdefault("permissions", {})
+    permissions[APPROVE_ACTION] = {"id": people.holding(people.approvers)}
+    permissions[CURATE_ACTION] = {"id": people.holding(people.curators)}
+    if not anonymous_reads:
+        for action in READ_ACTIONS:
+            permissions[action] = {"id": "*"}  # anyone with an id: a signed-in person or a token's actor
+    return settings
+
+
+def merged(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+    "``base`` with ``extra`` merged over it, mappings merged key by key."
+    if not isinstance(extra, dict):
+        raise click.ClickException("--config: the file must hold a mapping, such as plugins: and permissions:")
+    result = dict(base)
+    for key, value in extra.items():
+        result[key] = merged(result[key], value) if isinstance(value, dict) and isinstance(result.get(key), dict) else value
+    return result
+
+
+def default_owner() -> str:
+    "The user running serve: the owner of the memory file, by default."
+    try:
+        return getpass.getuser()
+    except (OSError, KeyError):
+        return "owner"
+
+
+def is_loopback(host: str) -> bool:
+    "Whether ``host`` is this machine only."
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def url_host(host: str) -> str:
+    "The host to print in a link: a wildcard address is reached at localhost."
+    return "localhost" if host in ("0.0.0.0", "::") else f"[{host}]" if ":" in host else host
 
 
 def token_secret(path: pathlib.Path) -> str:

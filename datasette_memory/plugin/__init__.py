@@ -2,28 +2,40 @@
 
 from .actions import register_person_actions
 from .connection import prepare_connection, startup
+from .entity_routes import entity_cell_links, entity_row_actions, register_curation_events, register_entity_routes
 from .governance_routes import register_governance_routes
+from .governed_links import link_claim_and_fact_ids, open_claim_or_fact
+from .ledger_routes import register_ledger_routes
 from .mcp_http import register_mcp_routes, stop_mcp
 from .overview_routes import menu_links, register_overview_routes
 from .permissions import deny_writes_to_memory_tables, explain_refused_writes
 from .review_forms import register_events
 from .review_routes import register_review_routes
 from .search_routes import register_search_routes
+from .sign_in import register_sign_in_routes
 from .templates import prepare_jinja2_environment
 
 __all__ = [
     "deny_writes_to_memory_tables",
+    "entity_cell_links",
+    "entity_row_actions",
     "explain_refused_writes",
+    "link_claim_and_fact_ids",
     "menu_links",
+    "open_claim_or_fact",
     "prepare_connection",
     "prepare_jinja2_environment",
+    "register_curation_events",
+    "register_entity_routes",
     "register_person_actions",
     "register_governance_routes",
+    "register_ledger_routes",
     "register_mcp_routes",
     "register_events",
     "register_overview_routes",
     "register_review_routes",
     "register_search_routes",
+    "register_sign_in_routes",
     "startup",
     "stop_mcp",
 ]

@@ -34,7 +34,7 @@ def memory_config(datasette) -> Config:
     ``datasette-memory serve`` fills it in from its flags and the environment.
     """
     if datasette not in _configs:
-        settings = {k: v for k, v in (datasette.plugin_config(PLUGIN_NAME) or {}).items() if k != "database"}
+        settings = {k: v for k, v in (datasette.plugin_config(PLUGIN_NAME) or {}).items() if k not in ("database", "sign_in")}
         try:
             _configs[datasette] = Config.from_mapping(settings)
         except InvalidInput as e:

@@ -17,7 +17,7 @@ from ..core.validation import DEFAULT_PROJECT, type_name
 from ..governed.gate import reviewer_for_request
 from . import review_forms
 from .acts import ENTRY, Act, act_for, path_id, perform
-from .errors import for_a_person, handled
+from .error_pages import for_a_person, handled
 from .pages import int_arg, read_memory
 
 

@@ -7,7 +7,7 @@ from datasette.resources import DatabaseResource
 
 from ..overview import overview
 from .connection import memory_database
-from .errors import handled
+from .error_pages import handled
 from .pages import NAVIGATION, respond, viewable_database
 
 QUERIES_LISTED = 50

@@ -30,9 +30,8 @@ class MemoryActEvent(Event):
     target: str
 
 
-async def form_values(request: Any, act: Act) -> tuple[str, dict[str, Any]]:
-    "``(step, arguments)`` from the posted form; empty optional fields are left out."
-    posted = await request.post_vars()
+def form_values(posted: dict[str, str], act: Act) -> tuple[str, dict[str, Any]]:
+    "``(step, arguments)`` from a posted form; empty optional fields are left out."
     arguments = {name: posted.get(name, "") for name in act.names("required")}
     arguments.update({name: posted[name] for name in act.names("optional") if posted.get(name, "").strip()})
     return posted.get("step", "confirm"), arguments
@@ -62,7 +61,7 @@ async def act_page(datasette: Any, request: Any, act: Act) -> Response:
     context = {"kind": kind, "act": act, "act_name": request.url_vars["act"], "item": item, "project": project, "arguments": {}}
     if request.method != "POST":
         return await render(datasette, request, "form", context)
-    step, arguments = await form_values(request, act)
+    step, arguments = form_values(await request.post_vars(), act)
     return await advance(datasette, request, reviewer, act, step, project, (id,), {**context, "arguments": arguments})
 
 
@@ -75,8 +74,9 @@ async def record_fact_page(datasette: Any, request: Any) -> Response:
     context = {"kind": "facts", "act": ENTRY, "act_name": "record", "item": None, "project": project, "projects": projects, "arguments": {}}
     if request.method != "POST":
         return await render(datasette, request, "form", context)
-    step, arguments = await form_values(request, ENTRY)
-    project = (await request.post_vars()).get("project") or project
+    posted = await request.post_vars()
+    step, arguments = form_values(posted, ENTRY)
+    project = posted.get("project") or project
     if project not in projects:
         raise InvalidInput(f"project: there is no project {project!r}; the projects are {', '.join(projects)}")
     return await advance(datasette, request, reviewer, ENTRY, step, project, (), {**context, "project": project, "arguments": arguments})

@@ -13,7 +13,7 @@ from ..governed.person_actions import APPROVE_ACTION
 from . import review_forms
 from .acts import ACTS
 from .connection import call_memory
-from .errors import handled
+from .error_pages import handled
 from .pages import chosen_project, int_arg, known_projects, respond, viewable_database
 
 

@@ -6,7 +6,7 @@ from datasette import Response, hookimpl
 
 from ..core.errors import InvalidInput
 from ..search.memory_search import DEFAULT_BUDGET, DEFAULT_LIMIT
-from .errors import handled
+from .error_pages import handled
 from .pages import NAVIGATION, chosen_project, int_arg, known_projects, read_memory, viewable_database
 
 

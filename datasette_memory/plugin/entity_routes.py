@@ -1,0 +1,102 @@
+"""``/-/memory/entity``: one entity whole, for people (a page, its neighbourhood drawn) and scripts (JSON).
+
+Reading it needs ``view-database``. An old name (from a rename or a merge)
+redirects to the entity it now belongs to. The forms that correct an entity
+are under ``/-/memory/entity/<curation>`` (:mod:`.curation_forms`), and their
+links show for a person holding ``memory-curate``. Datasette's own pages lead
+here too: an entity's row page has an action that opens it, and entity names
+in the ``entities`` and ``relations`` tables link to it.
+"""
+
+from typing import Any
+
+from datasette import Response, hookimpl
+from datasette.events import Event
+from markupsafe import Markup
+
+from ..core.errors import InvalidInput
+from ..governed import about
+from ..governed.gate import ReviewRequired, person_holding
+from ..governed.person_actions import CURATE_ACTION
+from ..graph import entity_view
+from . import curation_forms
+from .connection import call_memory, memory_database_name
+from .curation_forms import entity_path
+from .error_pages import handled
+from .graph_picture import layout
+from .pages import chosen_project, respond, viewable_database, wants_json
+
+LINKED_CELLS = {"entities": ("name",), "relations": ("from_entity", "to_entity")}
+
+
+async def may_curate(datasette: Any, request: Any) -> bool:
+    "Whether to show the curation links (each form checks again)."
+    try:
+        await person_holding(datasette, request, CURATE_ACTION)
+    except ReviewRequired:
+        return False
+    return True
+
+
+def entity_name(request: Any) -> str:
+    "The entity the query string names (``?name=``)."
+    name = request.args.get("name") or ""
+    if not name:
+        raise InvalidInput("name: say which entity, as ?name= (search finds entities by any of their names)")
+    return name
+
+
+def read_entity(memory: Any, name: str) -> dict[str, Any]:
+    "The entity page's data: the entity whole, and the facts and claims about any of its names."
+    page = entity_view.entity_page(memory.conn, memory.project, name)
+    statements = about.statements_about(memory.conn, memory.project, [name, *page["entity"]["aliases"]])
+    return {**page, **statements}
+
+
+async def entity_page(datasette: Any, request: Any) -> Response:
+    "``/-/memory/entity?project=&name=``: observations with who added them, relations, neighbourhood, facts, claims, history."
+    await viewable_database(datasette, request)
+    project = await chosen_project(datasette, request)
+    name = entity_name(request)
+    now_called = await call_memory(datasette, lambda memory: entity_view.current_name(memory.conn, project, name), project=project)
+    if now_called is not None and now_called != name:
+        return Response.redirect(entity_path(datasette, project, now_called, json=wants_json(request)))
+    data = await call_memory(datasette, lambda memory: read_entity(memory, name), project=project)
+    data = {"project": project, **data, "may_curate": await may_curate(datasette, request)}
+    if not wants_json(request):
+        data["picture"] = layout(data["neighbourhood"])
+    return await respond(datasette, request, "entity", "memory_entity.html", data)
+
+
+@hookimpl(specname="register_routes")
+def register_entity_routes(datasette: Any) -> list[tuple[str, Any]]:
+    return [
+        (r"^/-/memory/entity(\.(?P<format>json))?$", handled(entity_page)),
+        (r"^/-/memory/entity/(?P<curation>[^/]+)$", handled(curation_forms.curation_page)),
+    ]
+
+
+@hookimpl(specname="register_events")
+def register_curation_events(datasette: Any) -> list[type[Event]]:
+    return [curation_forms.MemoryCurateEvent]
+
+
+@hookimpl(specname="row_actions")
+def entity_row_actions(datasette: Any, actor: Any, request: Any, database: str, table: str, row: Any) -> list[dict[str, str]] | None:
+    if database != memory_database_name(datasette) or table != "entities":
+        return None
+    return [{
+        "href": entity_path(datasette, row["project"], row["name"]),
+        "label": "Open entity page",
+        "description": "Its observations with who added them, relations, neighbourhood, facts, claims and history",
+    }]
+
+
+@hookimpl(specname="render_cell")
+def entity_cell_links(row: Any, value: Any, column: str, table: str | None, database: str, datasette: Any, request: Any) -> Markup | None:
+    "Entity names in the entities and relations tables, as links to their entity pages."
+    if database != memory_database_name(datasette) or column not in LINKED_CELLS.get(table or "", ()):
+        return None
+    if not isinstance(value, str) or "project" not in row.keys():
+        return None
+    return Markup('<a href="{}">{}</a>').format(entity_path(datasette, row["project"], value), value)
