@@ -1,9 +1,8 @@
-import os
-import shutil
-
 import pytest
 
 from datasette_memory import Config, Memory, SearchSettings
+
+from .installed import CHROMIUM_FLAGS, chromium_path
 
 
 @pytest.fixture
@@ -22,25 +21,6 @@ def memory(db_path):
 def lexical():
     "A configuration with the semantic arm off, as if the extra were not installed."
     return Config(search=SearchSettings(semantic=False))
-
-
-CHROMIUM_FLAGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
-
-
-def chromium_path() -> str:
-    "Debian's Chromium (which tests/run installs when it can), or the executable named by $DATASETTE_MEMORY_CHROMIUM."
-    path = os.environ.get("DATASETTE_MEMORY_CHROMIUM") or shutil.which("chromium")
-    if not path:
-        pytest.fail("no Chromium: apt-get install chromium, or set DATASETTE_MEMORY_CHROMIUM to its executable")
-    return path
 
 
 @pytest.fixture(scope="module")

@@ -35,6 +35,18 @@ async def test_startup_migrates_a_served_file(tmp_path):
     assert {"entities", "observations", "relations", "events", "checkpoints"} <= set(tables)
 
 
+@pytest.mark.parametrize("path", ["/-/memory", "/-/memory/review", "/-/memory/ledger", "/-/memory/search?q=x"])
+async def test_a_memory_file_served_under_another_name_is_a_page_saying_how_to_serve_it(tmp_path, path):
+    Memory.open(tmp_path / "team-memory.db").close()
+    datasette = Datasette([str(tmp_path / "team-memory.db")])
+    page = await datasette.client.get(path)
+    assert page.status_code == 404 and "memory-nav" in page.text
+    assert "no memory database named memory is being served (served: team-memory)" in page.text
+    assert "plugins: datasette-memory: database:" in page.text
+    data = await datasette.client.get(path.replace("?", ".json?") if "?" in path else path + ".json")
+    assert data.status_code == 404 and data.json()["error"].startswith("no memory database named memory")
+
+
 async def test_the_plugin_reads_its_configuration_from_datasette(db_path, tmp_path):
     "serve passes its flags down this way; anyone running datasette configures the plugin the same way."
     Memory.open(db_path).close()
@@ -83,6 +95,27 @@ async def test_overview_page_and_json(datasette, db_path):
     assert "ledger intact: 2 events" in html
     assert "set up billing" in html
     assert 'href="/memory/entities?project=billing"' in html
+
+
+async def test_a_long_ledger_is_checked_on_request(datasette, db_path, monkeypatch):
+    "Above CHECKED_ON_SIGHT events the overview reports the head; ?check=chain walks the chain and finds an edit."
+    monkeypatch.setattr("datasette_memory.overview.CHECKED_ON_SIGHT", 3)
+    memory = Memory.open(db_path, project="billing", actor="agent")
+    memory.create_entities([{"name": f"e{i}", "entityType": "service", "observations": []} for i in range(4)])
+    memory.conn.executescript("DROP TRIGGER events_refuse_update; UPDATE events SET actor = 'someone else' WHERE id = 2")
+    head = memory.conn.execute("SELECT hash FROM events ORDER BY id DESC").fetchone()[0]
+    chain = (await datasette.client.get("/-/memory.json")).json()["chain"]
+    assert chain == {
+        "checked": False, "ok": None, "events": 4, "head_hash": head,
+        "summary": f"ledger of 4 events, head {head[:12]}; not checked on every look above 3 events",
+    }
+    page = (await datasette.client.get("/-/memory")).text
+    assert 'href="/-/memory?check=chain">Check the whole chain now</a>' in page
+    checked = (await datasette.client.get("/-/memory.json?check=chain")).json()["chain"]
+    assert checked["checked"] is True and checked["ok"] is False and checked["broken_event_id"] == 2
+    assert "ledger broken at event 2" in (await datasette.client.get("/-/memory?check=chain")).text
+    bad = await datasette.client.get("/-/memory.json?check=everything")
+    assert bad.status_code == 400 and bad.json()["field"] == "check"
 
 
 async def test_overview_respects_view_permission(db_path):

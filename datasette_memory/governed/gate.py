@@ -96,6 +96,15 @@ async def person_holding(datasette: Permissions, request: AuthenticatedRequest, 
     return str(actor["id"])
 
 
+async def holds(datasette: Permissions, request: AuthenticatedRequest, action: str) -> bool:
+    "Whether :func:`person_holding` would let ``request`` do ``action``: what a page asks before it offers the act."
+    try:
+        await person_holding(datasette, request, action)
+    except ReviewRequired:
+        return False
+    return True
+
+
 async def reviewer_for_request(datasette: Permissions, request: AuthenticatedRequest) -> Reviewer:
     """
     The signed-in person making ``request``, if Datasette says they hold ``memory-approve``.

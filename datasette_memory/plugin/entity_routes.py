@@ -16,7 +16,7 @@ from markupsafe import Markup
 
 from ..core.errors import InvalidInput
 from ..governed import about
-from ..governed.gate import ReviewRequired, person_holding
+from ..governed.gate import holds
 from ..governed.person_actions import CURATE_ACTION
 from ..graph import entity_view
 from . import curation_forms
@@ -27,15 +27,6 @@ from .graph_picture import layout
 from .pages import chosen_project, respond, viewable_database, wants_json
 
 LINKED_CELLS = {"entities": ("name",), "relations": ("from_entity", "to_entity")}
-
-
-async def may_curate(datasette: Any, request: Any) -> bool:
-    "Whether to show the curation links (each form checks again)."
-    try:
-        await person_holding(datasette, request, CURATE_ACTION)
-    except ReviewRequired:
-        return False
-    return True
 
 
 def entity_name(request: Any) -> str:
@@ -62,7 +53,7 @@ async def entity_page(datasette: Any, request: Any) -> Response:
     if now_called is not None and now_called != name:
         return Response.redirect(entity_path(datasette, project, now_called, json=wants_json(request)))
     data = await call_memory(datasette, lambda memory: read_entity(memory, name), project=project)
-    data = {"project": project, **data, "may_curate": await may_curate(datasette, request)}
+    data = {"project": project, **data, "may_curate": await holds(datasette, request, CURATE_ACTION)}
     if not wants_json(request):
         data["picture"] = layout(data["neighbourhood"])
     return await respond(datasette, request, "entity", "memory_entity.html", data)

@@ -13,7 +13,7 @@ from typing import Any
 from datasette import Response
 
 from ..core.errors import InvalidInput, MemoryStoreError, NotFound
-from .connection import memory_database_name
+from .connection import memory_database, memory_database_name
 from .pages import NAVIGATION
 
 STATUS = {PermissionError: 403, NotFound: 404, InvalidInput: 400}
@@ -52,7 +52,7 @@ async def render_error(datasette: Any, request: Any, error: MemoryStoreError) ->
         "message": str(error),
         "memory_navigation": NAVIGATION,
         "memory_page": None,
-        "database": memory_database_name(datasette),
+        "database": memory_database_name(datasette) if memory_database(datasette) else None,  # None: no Tables link
     }
     return Response.html(await datasette.render_template("memory_error.html", context, request=request), status=status)
 

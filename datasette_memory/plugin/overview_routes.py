@@ -5,6 +5,7 @@ from typing import Any
 from datasette import Response, hookimpl
 from datasette.resources import DatabaseResource
 
+from ..core.errors import InvalidInput
 from ..overview import overview
 from .connection import memory_database
 from .error_pages import handled
@@ -16,10 +17,13 @@ QUERIES_LISTED = 50
 async def memory_overview(datasette: Any, request: Any) -> Response:
     "``/-/memory`` and ``/-/memory.json``: projects, their counts and pending claims, and the chain status."
     db = await viewable_database(datasette, request)
+    check = request.args.get("check")
+    if check not in (None, "chain"):
+        raise InvalidInput(f"check: {check!r} is not something the overview checks; ?check=chain walks the whole hash chain")
     data = {
         "database": db.name,
         "path": db.path,
-        **(await db.execute_fn(overview)),
+        **(await db.execute_fn(lambda conn: overview(conn, check_chain=True if check else None))),
         **(await stored_queries(datasette, db.name, request.actor)),
     }
     return await respond(datasette, request, "overview", "memory_overview.html", data)

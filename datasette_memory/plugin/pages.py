@@ -44,7 +44,12 @@ async def viewable_database(datasette: Any, request: Any) -> Any:
     """
     db = memory_database(datasette)
     if db is None:
-        raise NotServed(f"no memory database named {memory_database_name(datasette)} is being served")
+        served = ", ".join(name for name in datasette.databases if name != "_internal") or "none"
+        raise NotServed(
+            f"no memory database named {memory_database_name(datasette)} is being served (served: {served}); "
+            "serve the memory file with datasette-memory serve, or name its database under "
+            "plugins: datasette-memory: database: in Datasette's configuration"
+        )
     if not await datasette.allowed(action="view-database", resource=DatabaseResource(db.name), actor=request.actor):
         raise CannotView(f"reading memory needs view-database on the {db.name} database; sign in, or ask its owner")
     return db

@@ -1,7 +1,8 @@
 """The review pages: the queue of pending claims, one claim, one fact, each with its JSON twin.
 
 Reading them needs ``view-database``; the links to act on a claim or fact
-appear for whoever Datasette says holds ``memory-approve``, and the forms
+appear for a signed-in person Datasette says holds ``memory-approve`` (never
+for a token), and the forms
 themselves check again (:mod:`.review_forms`).
 """
 
@@ -9,17 +10,13 @@ from typing import Any
 
 from datasette import Response, hookimpl
 
+from ..governed.gate import holds
 from ..governed.person_actions import APPROVE_ACTION
 from . import review_forms
 from .acts import ACTS
 from .connection import call_memory
 from .error_pages import handled
 from .pages import chosen_project, int_arg, known_projects, respond, viewable_database
-
-
-async def may_approve(datasette: Any, request: Any) -> bool:
-    "Whether to show the act links (the gate checks again, and refuses tokens)."
-    return bool(request.actor) and await datasette.allowed(action=APPROVE_ACTION, actor=request.actor)
 
 
 async def review_page(datasette: Any, request: Any) -> Response:
@@ -32,7 +29,7 @@ async def review_page(datasette: Any, request: Any) -> Response:
         return {**memory.governed.review_queue(limit), "facts": memory.governed.facts_now()}
 
     data = {"project": project, "projects": await known_projects(datasette), **(await call_memory(datasette, read, project=project))}
-    return await respond(datasette, request, "review", "memory_review.html", {**data, "may_approve": await may_approve(datasette, request)})
+    return await respond(datasette, request, "review", "memory_review.html", {**data, "may_approve": await holds(datasette, request, APPROVE_ACTION)})
 
 
 async def item_page(datasette: Any, request: Any) -> Response:
@@ -41,7 +38,7 @@ async def item_page(datasette: Any, request: Any) -> Response:
     kind = request.url_vars["kind"]
     project, id, item = await review_forms.target_of(datasette, request, kind)
     acts = [name for (k, name) in ACTS if k == kind and allowed_now(kind, name, item)]
-    data = {"kind": kind, "project": project, kind[:-1]: item, "acts": acts, "may_approve": await may_approve(datasette, request)}
+    data = {"kind": kind, "project": project, kind[:-1]: item, "acts": acts, "may_approve": await holds(datasette, request, APPROVE_ACTION)}
     return await respond(datasette, request, "review", f"memory_{kind[:-1]}.html", data)
 
 
