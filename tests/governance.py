@@ -40,3 +40,20 @@ def ledger_length(db_path) -> int:
         return memory.conn.execute("SELECT count(*) FROM events").fetchone()[0]
     finally:
         memory.close()
+
+
+SIGNED_IN = {"reviewer": PERSON, "curator": "carol", "owner": "olive", "root": "root", "someone else signed in": "bob"}
+
+
+async def as_actor(datasette, kind: str) -> dict:
+    """
+    The ``datasette.client`` arguments that make a request come from ``kind``:
+    "anonymous", "agent token" or "root token" (an API token minted for that actor),
+    or a person signed in (a key of :data:`SIGNED_IN`).
+    """
+    if kind == "anonymous":
+        return {}
+    if kind in ("agent token", "root token"):
+        token = await datasette.create_token(kind.split()[0])
+        return {"headers": {"Authorization": f"Bearer {token}"}}
+    return {"actor": {"id": SIGNED_IN[kind]}}

@@ -13,13 +13,12 @@ from datasette.app import Datasette
 from datasette_memory import Config, Memory, SearchSettings
 from datasette_memory.cli.serve import People, serve_config
 
-from .governance import issue_reviewer, ledger_length
+from .governance import as_actor, issue_reviewer, ledger_length
 
 MEMORY_FORM = re.compile(r'<form class="core( memory-form)?" method="post">')  # a memory act's form, not Datasette's log-out button
 SAME_SITE = {"Sec-Fetch-Site": "same-origin"}
 PEOPLE = People("olive", approvers=("alice",), curators=("carol",), root=True)
-ACTORS = ["anonymous", "agent token", "root's token", "reviewer", "curator", "owner", "root", "someone else signed in"]
-SIGNED_IN = {"reviewer": "alice", "curator": "carol", "owner": "olive", "root": "root", "someone else signed in": "bob"}
+ACTORS = ["anonymous", "agent token", "root token", "reviewer", "curator", "owner", "root", "someone else signed in"]
 MAY_APPROVE = {"reviewer", "owner", "root"}
 MAY_CURATE = {"curator", "owner", "root"}
 
@@ -80,16 +79,6 @@ async def served(db_path, anonymous_reads):
     datasette.root_enabled = True
     await datasette.invoke_startup()
     return datasette
-
-
-async def as_actor(datasette, kind):
-    "The client arguments that make a request come from ``kind``."
-    if kind == "anonymous":
-        return {}
-    if kind.endswith("token"):
-        token = await datasette.create_token("root" if kind == "root's token" else "agent")
-        return {"headers": {"Authorization": f"Bearer {token}"}}
-    return {"actor": {"id": SIGNED_IN[kind]}}
 
 
 def posting(arguments):

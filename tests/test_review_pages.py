@@ -6,14 +6,14 @@ from datasette.app import Datasette
 from datasette_memory import Memory
 from datasette_memory.plugin.resources import datasette_config
 
-from .governance import issue_reviewer
+from .governance import as_actor, issue_reviewer
 
 SAME_SITE = {"Sec-Fetch-Site": "same-origin"}
 CONFIG = {
     **datasette_config("datasette.yaml", "memory"),
     "permissions": {"memory-approve": {"id": ["alice", "root"]}, "memory-curate": {"id": ["carol", "root"]}},
 }
-ACTORS = ["anonymous", "token", "reviewer", "curator", "root"]
+ACTORS = ["anonymous", "agent token", "reviewer", "curator", "root"]
 MAY_APPROVE = {"reviewer", "root"}
 
 
@@ -39,14 +39,6 @@ async def datasette(db_path, stored):
     datasette.root_enabled = True
     await datasette.invoke_startup()
     return datasette
-
-
-async def as_actor(datasette, kind):
-    if kind == "anonymous":
-        return {}
-    if kind == "token":
-        return {"headers": {"Authorization": f"Bearer {await datasette.create_token('agent')}"}}
-    return {"actor": {"id": {"reviewer": "alice", "curator": "carol", "root": "root"}[kind]}}
 
 
 def events(memory):
@@ -77,7 +69,7 @@ async def test_the_queue_flags_contradictions_with_facts_and_between_pending_cla
     assert "confidence 0.4" in page and "Proposed by codex" in page
 
 
-@pytest.mark.parametrize("actor", ["anonymous", "token", "curator"])
+@pytest.mark.parametrize("actor", ["anonymous", "agent token", "curator"])
 async def test_who_may_not_approve_reaches_no_form_and_changes_nothing(datasette, stored, actor):
     options = await as_actor(datasette, actor)
     before = events(stored)

@@ -17,14 +17,14 @@ from datasette_memory import Memory
 from datasette_memory.plugin.permissions import memory_table_names
 from datasette_memory.sqltools import SqlTools
 
-from .governance import issue_reviewer
+from .governance import as_actor, issue_reviewer
 
 WRITE_ACTIONS = [
     "insert-row", "update-row", "delete-row", "alter-table", "drop-table", "drop-view", "set-column-type",
     "create-table", "execute-sql", "execute-write-sql", "store-query",
 ]
 EVERYONE_MAY_WRITE = {"permissions": {action: True for action in WRITE_ACTIONS}}
-ACTORS = ["anonymous", "token", "root", "root token", "reviewer"]
+ACTORS = ["anonymous", "agent token", "root", "root token", "reviewer"]
 
 
 def memory_state(path) -> tuple:
@@ -67,17 +67,6 @@ async def datasette(served):
     datasette.root_enabled = True
     await datasette.invoke_startup()
     return datasette
-
-
-async def as_actor(datasette, kind):
-    "Request options for each kind of actor."
-    if kind == "anonymous":
-        return {}
-    if kind == "token":
-        return {"headers": {"Authorization": f"Bearer {await datasette.create_token('agent')}"}}
-    if kind == "root token":
-        return {"headers": {"Authorization": f"Bearer {await datasette.create_token('root')}"}}
-    return {"actor": {"id": "root" if kind == "root" else "alice"}}
 
 
 def attempts(table: str, pk: str = "1") -> list[tuple[str, dict]]:
