@@ -9,17 +9,17 @@ current observation the event that put its text there, and the history of
 everything that touched the entity, relations included.
 """
 
-import difflib
 import itertools
 import json
-import re
 import sqlite3
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..core import timeline
 from ..core.errors import NotFound
+from ..core.timeline import RELATION_KINDS
 from .parsing import RELATION_FIELDS, relation_target
 from .reads import entity_id, relations_touching
 
@@ -27,9 +27,7 @@ NEIGHBOURHOOD_HOPS = 2
 NEIGHBOURHOOD_LIMIT = 40
 HISTORY_LIMIT = 200
 ENTITY_KINDS = ("create_entity", "add_observation", "update_observation", "delete_observation", "delete_entity")
-RELATION_KINDS = ("create_relation", "delete_relation")
 MOVING_KINDS = ("rename_entity", "merge_entity")  # these also carry the relations they repointed
-MAX_DIFF_TOKENS = 4000  # beyond this a text change is shown as removed and added whole
 Line = list[dict[str, str]]  # segments: {op, text}
 Description = tuple[str, list[Line]]  # a summary, and lines of what changed
 Describer = Callable[[Any, Any, Any], Description]  # (target, old, new) -> Description
@@ -341,25 +339,8 @@ def neighbourhood(
 
 
 def word_diff(old: str, new: str) -> Line:
-    """
-    ``old`` to ``new`` as segments ``{op, text}``, ``op`` being ``equal``,
-    ``delete`` or ``insert``, compared word by word (spacing and punctuation
-    are tokens of their own).
-    """
-    a, b = tokens(old), tokens(new)
-    if len(a) + len(b) > MAX_DIFF_TOKENS:
-        return segments([("delete", old), ("insert", new)])
-    parts: list[tuple[str, str]] = []
-    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
-        if op == "equal":
-            parts.append(("equal", "".join(a[i1:i2])))
-            continue
-        parts += [("delete", "".join(a[i1:i2])), ("insert", "".join(b[j1:j2]))]
-    return segments(parts)
-
-
-def tokens(text: str) -> list[str]:
-    return re.findall(r"\w+|\s+|[^\w\s]+", text)
+    "``old`` to ``new`` as segments ``{op, text}``, word by word, as the ledger page shows it (:func:`timeline.word_diff`)."
+    return segments(timeline.word_diff(old, new))
 
 
 def segments(parts: Iterable[tuple[str, str]]) -> Line:
