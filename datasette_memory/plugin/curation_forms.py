@@ -26,7 +26,7 @@ from ..governed.person_actions import CURATE_ACTION
 from ..graph import entity_view
 from ..memory import Memory
 from .connection import call_memory
-from .pages import NAVIGATION, chosen_project, viewable_database
+from .pages import chosen_project, render_page, viewable_database
 
 Change = Callable[[Memory, str, dict[str, str]], dict[str, Any]]
 
@@ -230,5 +230,4 @@ async def apply(datasette: Any, request: Any, person: str, context: dict[str, An
 
 
 async def render(datasette: Any, request: Any, step: str, context: dict[str, Any], status: int = 200) -> Response:
-    page = {**context, "step": step, "memory_page": "entity", "memory_navigation": NAVIGATION, "database": (await viewable_database(datasette, request)).name}
-    return Response.html(await datasette.render_template("memory_curate.html", page, request=request), status=status)
+    return await render_page(datasette, request, "memory_curate.html", "entity", {**context, "step": step}, status)

@@ -13,8 +13,7 @@ from typing import Any
 from datasette import Response
 
 from ..core.errors import InvalidInput, MemoryStoreError, NotFound
-from .connection import memory_database, memory_database_name
-from .pages import NAVIGATION
+from .pages import render_page
 
 STATUS = {PermissionError: 403, NotFound: 404, InvalidInput: 400}
 View = Callable[[Any, Any], Awaitable[Response]]
@@ -47,14 +46,7 @@ async def render_error(datasette: Any, request: Any, error: MemoryStoreError) ->
     status = status_of(error)
     if not for_a_person(request):
         return Response.json(error_body(error), status=status)
-    context = {
-        "status": status,
-        "message": str(error),
-        "memory_navigation": NAVIGATION,
-        "memory_page": None,
-        "database": memory_database_name(datasette) if memory_database(datasette) else None,  # None: no Tables link
-    }
-    return Response.html(await datasette.render_template("memory_error.html", context, request=request), status=status)
+    return await render_page(datasette, request, "memory_error.html", None, {"status": status, "message": str(error)}, status)
 
 
 def handled(view: View) -> View:

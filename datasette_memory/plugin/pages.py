@@ -67,10 +67,14 @@ async def chosen_project(datasette: Any, request: Any) -> str:
 
     :raises NotFound: for a project nothing was ever stored in, listing the known ones
     """
-    project = request.args.get("project") or DEFAULT_PROJECT
+    return await known_project(datasette, request.args.get("project") or DEFAULT_PROJECT)
+
+
+async def known_project(datasette: Any, project: str, error: type[MemoryStoreError] = NotFound) -> str:
+    "``project``, if something was stored in it (or it is the default); else ``error`` listing the known ones."
     known = await known_projects(datasette)
     if project not in known:
-        raise NotFound(f"project: there is no project {project!r}; the projects are {', '.join(known)}")
+        raise error(f"project: there is no project {project!r}; the projects are {', '.join(known)}")
     return project
 
 
@@ -117,5 +121,14 @@ async def respond(datasette: Any, request: Any, page: str, template: str, data: 
     """
     if wants_json(request):
         return Response.json({"ok": True, **data})
-    context = {**data, "memory_page": page, "memory_navigation": NAVIGATION, "database": memory_database_name(datasette)}
-    return Response.html(await datasette.render_template(template, context, request=request))
+    return await render_page(datasette, request, template, page, data)
+
+
+async def render_page(datasette: Any, request: Any, template: str, page: str | None, context: dict[str, Any], status: int = 200) -> Response:
+    """
+    A memory page for people: ``context`` in ``template``, with the navigation
+    (``page`` marked as current) and the Tables link when the memory database is served.
+    """
+    served = memory_database(datasette)
+    context = {**context, "memory_page": page, "memory_navigation": NAVIGATION, "database": served.name if served else None}
+    return Response.html(await datasette.render_template(template, context, request=request), status=status)

@@ -18,7 +18,7 @@ from ..core.errors import InvalidInput, MemoryStoreError
 from ..governed.gate import Reviewer, reviewer_for_request
 from .acts import ENTRY, Act, path_id, perform
 from .connection import call_memory
-from .pages import NAVIGATION, known_projects, viewable_database
+from .pages import known_project, known_projects, render_page, viewable_database
 
 
 @dataclass
@@ -76,9 +76,7 @@ async def record_fact_page(datasette: Any, request: Any) -> Response:
         return await render(datasette, request, "form", context)
     posted = await request.post_vars()
     step, arguments = form_values(posted, ENTRY)
-    project = posted.get("project") or project
-    if project not in projects:
-        raise InvalidInput(f"project: there is no project {project!r}; the projects are {', '.join(projects)}")
+    project = await known_project(datasette, posted.get("project") or project, InvalidInput)
     return await advance(datasette, request, reviewer, ENTRY, step, project, (), {**context, "project": project, "arguments": arguments})
 
 
@@ -136,5 +134,4 @@ def what_changed(act: str, result: dict[str, Any]) -> str:
 
 
 async def render(datasette: Any, request: Any, step: str, context: dict[str, Any], status: int = 200) -> Response:
-    page = {**context, "step": step, "memory_page": "review", "memory_navigation": NAVIGATION, "database": (await viewable_database(datasette, request)).name}
-    return Response.html(await datasette.render_template("memory_act.html", page, request=request), status=status)
+    return await render_page(datasette, request, "memory_act.html", "review", {**context, "step": step}, status)

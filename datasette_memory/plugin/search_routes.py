@@ -7,7 +7,7 @@ from datasette import Response, hookimpl
 from ..core.errors import InvalidInput
 from ..search.memory_search import DEFAULT_BUDGET, DEFAULT_LIMIT
 from .error_pages import handled
-from .pages import NAVIGATION, chosen_project, int_arg, known_projects, read_memory, viewable_database
+from .pages import chosen_project, int_arg, known_projects, read_memory, render_page, viewable_database
 
 
 async def run_search(datasette: Any, request: Any) -> dict[str, Any]:
@@ -25,12 +25,9 @@ async def search_json(datasette: Any, request: Any) -> Response:
 
 async def search_page(datasette: Any, request: Any) -> Response:
     "``GET /-/memory/search``: a form, and results with why each is there, in the project the form shows."
-    db = await viewable_database(datasette, request)
+    await viewable_database(datasette, request)
     project = await chosen_project(datasette, request)
     context = {
-        "database": db.name,
-        "memory_page": "search",
-        "memory_navigation": NAVIGATION,
         "q": request.args.get("q", ""),
         "project": project,
         "expand": request.args.get("expand") in ("1", "on", "true"),
@@ -43,7 +40,7 @@ async def search_page(datasette: Any, request: Any) -> Response:
             context["found"] = await run_search(datasette, request)
         except InvalidInput as e:
             context["error"] = str(e)
-    return Response.html(await datasette.render_template("memory_search.html", context, request=request))
+    return await render_page(datasette, request, "memory_search.html", "search", context)
 
 
 @hookimpl(specname="register_routes")
