@@ -81,11 +81,12 @@ def serve(
     click.echo(f"Memory file: {path}", err=True)
     token = secrets.token_urlsafe(24)
     people = People(owner, approvers, curators, root)
-    settings = serve_config(path, config, people, hashlib.sha256(token.encode()).hexdigest(), public or is_loopback(host))
+    anonymous_reads = public or is_loopback(host)
+    settings = serve_config(path, config, people, hashlib.sha256(token.encode()).hexdigest(), anonymous_reads)
     if extra_config is not None:
         settings = merged(settings, yaml.safe_load(extra_config) or {})
     click.echo(f"Sign in as {owner}: http://{url_host(host)}:{port}/-/memory/sign-in?token={token}", err=True)
-    if not (public or is_loopback(host)):
+    if not anonymous_reads:
         click.echo(
             f"Listening on {host}: anonymous visitors cannot read memory; people sign in, scripts use API tokens "
             "(--public lets anyone read).",

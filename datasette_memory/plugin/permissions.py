@@ -14,6 +14,7 @@ Datasette answers a refused write with a bare "Permission denied";
 table, to say where such a change is made instead.
 """
 
+import functools
 import json
 import re
 from collections.abc import Awaitable, Callable
@@ -36,9 +37,10 @@ WRITE_PATH = re.compile(r"^/(?P<database>[^/]+)/(?P<table>[^/]+)(?:/[^/]+)?/-/(?
 SQL_TABLE = re.compile(r"need [a-z-]+ on [^/\s]+/(?P<table>[^\s\"]+)")
 
 
-def memory_table_names() -> list[str]:
-    "Memory's tables and views, as the migrations name them."
-    return sorted(name for name, (type, _) in memory_objects().items() if type in ("table", "view"))
+@functools.lru_cache(maxsize=1)
+def memory_table_names() -> tuple[str, ...]:
+    "Memory's tables and views, as the migrations name them (asked on every write permission check)."
+    return tuple(sorted(name for name, (type, _) in memory_objects().items() if type in ("table", "view")))
 
 
 @hookimpl(specname="permission_resources_sql")
