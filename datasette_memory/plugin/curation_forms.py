@@ -26,7 +26,7 @@ from ..governed.person_actions import CURATE_ACTION
 from ..graph import entity_view
 from ..memory import Memory
 from .connection import call_memory
-from .pages import chosen_project, render_page, viewable_database
+from .pages import chosen_project, entity_name, render_page, viewable_database
 
 Change = Callable[[Memory, str, dict[str, str]], dict[str, Any]]
 
@@ -169,7 +169,7 @@ async def curation_page(datasette: Any, request: Any) -> Response:
     person = await person_holding(datasette, request, CURATE_ACTION)
     name, curation = curation_for(request)
     project = await chosen_project(datasette, request)
-    entity = await outline(datasette, project, request.args.get("name") or "")
+    entity = await outline(datasette, project, entity_name(request))
     context = {"curation_name": name, "curation": curation, "project": project, "entity": entity, "person": person}
     if request.method != "POST":
         return await render(datasette, request, "form", {**context, "fields": first_fields(curation, request, entity)})
@@ -188,8 +188,6 @@ async def outline(datasette: Any, project: str, name: str) -> dict[str, Any]:
         entity = entity_view.entity_outline(memory.conn, project, name)
         return {**entity, "others": [n for n in entity_view.entity_names(memory.conn, project) if n != name]}
 
-    if not name:
-        raise InvalidInput("name: say which entity, as ?name=")
     return await call_memory(datasette, read, project=project)
 
 

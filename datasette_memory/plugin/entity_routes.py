@@ -14,7 +14,6 @@ from datasette import Response, hookimpl
 from datasette.events import Event
 from markupsafe import Markup
 
-from ..core.errors import InvalidInput
 from ..governed import about
 from ..governed.gate import holds
 from ..governed.person_actions import CURATE_ACTION
@@ -24,17 +23,9 @@ from .connection import call_memory, memory_database_name
 from .curation_forms import entity_path
 from .error_pages import handled
 from .graph_picture import layout
-from .pages import chosen_project, respond, viewable_database, wants_json
+from .pages import chosen_project, entity_name, respond, viewable_database, wants_json
 
 LINKED_CELLS = {"entities": ("name",), "relations": ("from_entity", "to_entity")}
-
-
-def entity_name(request: Any) -> str:
-    "The entity the query string names (``?name=``)."
-    name = request.args.get("name") or ""
-    if not name:
-        raise InvalidInput("name: say which entity, as ?name= (search finds entities by any of their names)")
-    return name
 
 
 def read_entity(memory: Any, name: str) -> dict[str, Any]:

@@ -78,6 +78,14 @@ async def known_project(datasette: Any, project: str, error: type[MemoryStoreErr
     return project
 
 
+def entity_name(request: Any) -> str:
+    "The entity the query string names (``?name=``), or an error saying to name one."
+    name = request.args.get("name") or ""
+    if not name:
+        raise InvalidInput("name: say which entity, as ?name= (search finds entities by any of their names)")
+    return name
+
+
 def actor_id(request: Any) -> str:
     "Who is reading, for the ledger's sake: the actor's id, else anonymous."
     return str((request.actor or {}).get("id") or "anonymous")
