@@ -30,6 +30,7 @@ from .core.scope import Scope
 from .core.validation import DEFAULT_PROJECT, MAX_SUMMARY_BYTES, check_limit, check_name, check_project, check_text
 from .governed.tier import GovernedTier
 from .graph import curation, mutations, reads
+from .history import as_of as history_as_of, compare, diff, provenance
 from .search import memory_search, nodes
 from .vectors import background
 
@@ -217,32 +218,56 @@ class Memory:
         """
         return self.scope.write(curation.merge_entity, name, into)
 
-    def read_graph(self) -> dict[str, list[Any]]:
-        "The project's whole graph: ``{entities, relations}``."
+    def moment(self, value: Any, field: str = "as_of") -> dict[str, Any]:
+        """
+        The moment ``value`` names, for reading memory as it was then.
+
+        :param value: an event id (memory just after it) or an ISO 8601 time
+            (memory just after the newest event at or before it)
+        :return: ``{event_id, ts, asked, head}``
+        """
+        return history_as_of.resolve(self.conn, value, field)
+
+    def read_graph(self, as_of: Any = None) -> dict[str, list[Any]]:
+        """
+        The project's whole graph: ``{entities, relations}``.
+
+        :param as_of: read it as it was at this moment (see :meth:`moment`); None for now
+        """
+        if as_of is not None:
+            return history_as_of.read_graph(self.conn, self.project, self.moment(as_of)["event_id"])
         return reads.read_graph(self.conn, self.project)
 
-    def open_nodes(self, names: Any) -> dict[str, list[Any]]:
+    def open_nodes(self, names: Any, as_of: Any = None) -> dict[str, list[Any]]:
         """
         The named entities and every relation touching them.
 
         :param names: entity names
+        :param as_of: read them as they were at this moment (see :meth:`moment`); None for now
         """
+        if as_of is not None:
+            return history_as_of.open_nodes(self.conn, self.project, names, self.moment(as_of)["event_id"])
         return reads.open_nodes(self.conn, self.project, names)
 
     # Search
 
-    def search_nodes(self, query: Any) -> dict[str, list[Any]]:
+    def search_nodes(self, query: Any, as_of: Any = None) -> dict[str, list[Any]]:
         """
         Entities whose name, type or an observation contains ``query``, best
         first, with every relation touching them; if none does, the best matches
         for ``query`` as a natural-language question, or nothing.
 
         :param query: text to look for; empty matches everything
+        :param as_of: search memory as it was at this moment (see :meth:`moment`), on words only; None for now
         """
+        if as_of is not None:
+            moment = self.moment(as_of)["event_id"]
+            return history_as_of.search_nodes(self.conn, self.project, query, moment, self.config.search)
         return nodes.search_nodes(self.conn, self.project, query, self.config.search)
 
     def search_memory(
-        self, query: Any, limit: Any = memory_search.DEFAULT_LIMIT, budget: Any = memory_search.DEFAULT_BUDGET, expand: bool = False
+        self, query: Any, limit: Any = memory_search.DEFAULT_LIMIT, budget: Any = memory_search.DEFAULT_BUDGET, expand: bool = False,
+        as_of: Any = None,
     ) -> dict[str, Any]:
         """
         Ranked search with reasons and an accounting block.
@@ -251,8 +276,59 @@ class Memory:
         :param limit: most matches to return, 1 to 50
         :param budget: most bytes of results, 200 to 200,000
         :param expand: also return one-hop neighbours, ranked below every match
+        :param as_of: search memory as it was at this moment (see :meth:`moment`), on words only; None for now
         """
+        if as_of is not None:
+            return history_as_of.search_memory(
+                self.conn, self.project, query, limit, budget, expand, self.moment(as_of), self.config.search
+            )
         return memory_search.search_memory(self.conn, self.project, query, limit, budget, expand, self.config.search)
+
+    # Memory's past: diffs, provenance, the replay check
+
+    def memory_diff(self, since: Any, until: Any = None, budget: Any = diff.DEFAULT_BUDGET) -> dict[str, Any]:
+        """
+        What was added, changed and deleted in the project between two moments.
+
+        :param since: the earlier moment (see :meth:`moment`)
+        :param until: the later moment; None for now
+        :param budget: most bytes of changes, 1,000 to 200,000
+        """
+        start = self.moment(since, "from")
+        end = self.moment(until if until is not None else self.moment(0, "to")["head"], "to")
+        if end["event_id"] < start["event_id"]:
+            raise InvalidInput(f"to: event {end['event_id']} is before from (event {start['event_id']}); give the earlier moment first")
+        before = history_as_of.project_at(self.conn, self.project, start["event_id"])
+        after = history_as_of.project_at(self.conn, self.project, end["event_id"])
+        return diff.memory_diff(before, after, (start, end), budget)
+
+    def provenance(self, entity: Any = None, claim: Any = None, fact: Any = None,
+                   budget: Any = provenance.DEFAULT_BUDGET) -> dict[str, Any]:
+        """
+        Where a piece of memory came from: name exactly one of an entity, a claim or a fact.
+
+        :param entity: an entity's name: its observations and relations, each with the events that made it
+        :param claim: a claim's id: who proposed it, on what evidence, its reviews
+        :param fact: a fact's id: who recorded it and why, the claim and evidence approved, its validity changes
+        :param budget: most bytes of an entity's provenance, 1,000 to 200,000
+        """
+        given = [name for name, value in (("entity", entity), ("claim", claim), ("fact", fact)) if value is not None]
+        if len(given) != 1:
+            raise InvalidInput("give exactly one of entity, claim or fact" + (f" (got {', '.join(given)})" if given else ""))
+        if entity is not None:
+            return provenance.entity_provenance(self.conn, self.project, check_name(entity, "entity"), budget)
+        if claim is not None:
+            return provenance.claim_provenance(self.conn, self.project, claim)
+        return provenance.fact_provenance(self.conn, self.project, fact)
+
+    def check_replay(self) -> dict[str, Any]:
+        """
+        Replay the whole ledger (every project) and compare every memory table with it.
+
+        :return: ``{ok, problems}``, each problem ``{table, row, expected, found}``
+        """
+        problems = compare.check(self.conn)[1]
+        return {"ok": not problems, "problems": problems}
 
     def wait_for_semantic_index(self, timeout: float | None = None) -> bool:
         """
@@ -276,7 +352,11 @@ class Memory:
         :param kind: a short label, such as ``note`` or ``decision``
         """
         content = check_text(content, "content")
+        if not content.strip():
+            raise InvalidInput("content: must not be empty; say what happened")
         kind = check_name(kind, "kind", max_chars=64)
+        if not kind.strip():
+            raise InvalidInput("kind: must not be empty; use a short label such as note or decision")
         self.scope.refuse_secrets(content=content)
         event = self.scope.write(
             lambda conn, caller, project: ledger.append_event(conn, caller, project, kind, project, new=content)
@@ -295,14 +375,18 @@ class Memory:
         self.scope.refuse_secrets(summary=summary)
         return self.scope.write(checkpoints.add_checkpoint, summary)
 
-    def resume_context(self, max_events: Any = 50) -> dict[str, Any]:
+    def resume_context(self, max_events: Any = 50, budget: Any = checkpoints.DEFAULT_BUDGET) -> dict[str, Any]:
         """
-        The latest checkpoint, the events since it and the chain status.
+        The latest checkpoint (as the ledger records it), the newest events since it
+        that fit in ``budget``, the chain from the checkpoint to the head, and an
+        accounting of what was left out.
 
         :param max_events: most events to return, 0 to 1000
+        :param budget: most bytes of the whole result, 1,000 to 200,000
         """
         max_events = check_limit(max_events, "max_events", 0, 1000)
-        return checkpoints.resume_context(self.conn, self.project, max_events)
+        budget = check_limit(budget, "budget", checkpoints.MIN_BUDGET, checkpoints.MAX_BUDGET)
+        return checkpoints.resume_context(self.conn, self.project, max_events, budget)
 
     def verify_chain(self) -> ChainStatus:
         "Check the whole ledger's hash chain (every project)."

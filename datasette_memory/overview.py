@@ -1,11 +1,13 @@
-"""A summary of a whole memory file: its projects, their sizes and the ledger."""
+"""A summary of a whole memory file: its projects, their sizes and the ledger, now or as of a past moment."""
 
 import sqlite3
 from typing import Any
 
 from .core.ledger import verify_chain
+from .history.replay import Project, replay
 
 CHECKED_ON_SIGHT = 20_000  # a ledger this long is checked whole on every look: 0.19 s on a 2-core machine (README, Pages)
+ENTITIES_LISTED = 100  # per project, in a past overview
 
 
 def overview(conn: sqlite3.Connection, check_chain: bool | None = None) -> dict[str, Any]:
@@ -36,11 +38,52 @@ def overview(conn: sqlite3.Connection, check_chain: bool | None = None) -> dict[
     for project, ts, summary in checkpoints:
         projects.setdefault(project, {})["latest_checkpoint"] = {"ts": ts, "summary": summary}
     events = sum(counts.get("events", 0) for counts in projects.values())
-    if check_chain is None:
-        check_chain = events <= CHECKED_ON_SIGHT
     return {
         "projects": [{"project": name, **counts} for name, counts in sorted(projects.items())],
-        "chain": {"checked": True, **verify_chain(conn).to_dict()} if check_chain else chain_head(conn, events),
+        "chain": chain_status(conn, events, check_chain),
+    }
+
+
+def chain_status(conn: sqlite3.Connection, events: int, check_chain: bool | None) -> dict[str, Any]:
+    "The chain walked whole (``check_chain``, by default for a ledger of at most :data:`CHECKED_ON_SIGHT` events), or its head."
+    if check_chain is None:
+        check_chain = events <= CHECKED_ON_SIGHT
+    return {"checked": True, **verify_chain(conn).to_dict()} if check_chain else chain_head(conn, events)
+
+
+def overview_as_of(conn: sqlite3.Connection, event_id: int, check_chain: bool | None = None) -> dict[str, Any]:
+    """
+    Every project as it was just after event ``event_id``, rebuilt from the
+    ledger (one replay up to that event): its counts, pending claims, latest
+    checkpoint and first :data:`ENTITIES_LISTED` entities by name. The chain's
+    status is the file's now: the past is read from it.
+
+    :param conn: an open connection to a memory file
+    :param event_id: the moment, an event id (0 for before the first event)
+    :param check_chain: as for :func:`overview`
+    """
+    state = replay(conn, upto=event_id)
+    events = dict(conn.execute("SELECT project, count(*) FROM events WHERE id <= ? GROUP BY project", [event_id]).fetchall())
+    projects = [{"project": name, **project_then(state.project(name)), "events": events[name]} for name in sorted(events)]
+    total = conn.execute("SELECT count(*) FROM events").fetchone()[0]
+    return {"projects": projects, "chain": chain_status(conn, total, check_chain)}
+
+
+def project_then(project: Project) -> dict[str, Any]:
+    "A replayed project's counts, pending claims, latest checkpoint and its first entities by name."
+    names = sorted(project.entities)
+    checkpoint = project.checkpoints[-1] if project.checkpoints else None
+    return {
+        "entities": len(names),
+        "observations": sum(len(entity.observations) for entity in project.entities.values()),
+        "relations": len(project.relations),
+        "pending_claims": sum(claim["status"] == "candidate" for claim in project.claims.values()),
+        "latest_checkpoint": {"ts": checkpoint["ts"], "summary": checkpoint["summary"]} if checkpoint else None,
+        "entity_list": [
+            {"name": name, "entityType": project.entities[name].entity_type, "observations": len(project.entities[name].observations)}
+            for name in names[:ENTITIES_LISTED]
+        ],
+        "entities_left_out": max(0, len(names) - ENTITIES_LISTED),
     }
 
 

@@ -61,7 +61,7 @@ class LocalBackend:
     """
 
     def __init__(self, path: str | pathlib.Path, actor: str = "agent", allow_secrets: bool = False, config: Config | None = None):
-        self.conn = connect(path)
+        self.conn = connect(path, check_pages=True)
         self.path = pathlib.Path(path).resolve()
         self.actor = actor
         self.session = uuid.uuid4().hex[:12]

@@ -5,6 +5,7 @@ from typing import Annotated
 from fastmcp.tools import ToolResult
 from pydantic import Field
 
+from datasette_memory.core.checkpoints import DEFAULT_BUDGET, MAX_BUDGET, MIN_BUDGET
 from datasette_memory.core.validation import MAX_OBSERVATION_BYTES, MAX_SUMMARY_BYTES
 
 from .bridge import Bridge
@@ -39,10 +40,15 @@ async def checkpoint(
 async def get_resume_context(
     bridge: Bridge,
     max_events: Annotated[int, Field(description="Most events to return, 0 to 1000")] = 50,
+    budget: Annotated[int, Field(description=f"Most bytes of the whole result, {MIN_BUDGET} to {MAX_BUDGET}")] = DEFAULT_BUDGET,
     project: Project = None,
 ) -> ToolResult:
-    "Call this first in every session: the latest checkpoint, the events since it (oldest first) and the ledger's status."
-    return json_result(await bridge.read(project, lambda memory: memory.resume_context(max_events)))
+    """
+    Call this first in every session: the latest checkpoint, the newest events since it that fit in
+    the byte budget (oldest first), the ledger checked from the checkpoint to its head, warnings,
+    and an accounting of what was left out.
+    """
+    return json_result(await bridge.read(project, lambda memory: memory.resume_context(max_events, budget)))
 
 
 @bridge_tool("Verify Chain", READ_ONLY)

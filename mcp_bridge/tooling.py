@@ -34,6 +34,11 @@ Project = Annotated[
     str | None,
     Field(description="The project to use; defaults to the server's project. A server started with --project cannot use another."),
 ]
+AsOf = Annotated[
+    str | int | None,
+    Field(description="Read memory as it was at this moment: an event id (memory just after that event) or an ISO 8601 time. "
+          "Omit for memory as it is now."),
+]
 TYPE_NAMES = {"string_type": "string", "int_type": "integer", "int_from_float": "integer", "bool_type": "boolean",
               "list_type": "array", "float_type": "number", "dict_type": "object"}
 
@@ -60,8 +65,11 @@ def text_result(text: str, structured: dict[str, Any] | None = None) -> ToolResu
 
 
 def json_result(result: Any) -> ToolResult:
-    "Pretty JSON text, and the result itself as structured content if it is an object."
-    return text_result(pretty(result), result if isinstance(result, dict) else None)
+    """
+    Compact JSON text (the bytes a result's budget counts), and the result
+    itself as structured content if it is an object.
+    """
+    return text_result(json.dumps(result, separators=(",", ":"), ensure_ascii=False), result if isinstance(result, dict) else None)
 
 
 Refused = Callable[[Bridge, dict[str, Any], str], Awaitable[None]]

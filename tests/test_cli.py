@@ -42,15 +42,24 @@ def test_verify_intact_and_broken(db_path):
     conn.close()
     result = run("verify", "--db", str(db_path))
     assert result.exit_code == 1
-    assert "ledger broken at event 3: its prev_hash does not match" in result.output
+    assert "FAILED  ledger chain" in result.output
+    assert "events row 3: expected the next event of the chain, found its prev_hash does not match" in result.output
 
 
 def test_verify_uses_environment_default(tmp_path):
     path = tmp_path / "env.db"
+    Memory.open(path).close()
     result = run("verify", env={"DATASETTE_MEMORY_DB": str(path)})
     assert result.exit_code == 0
     assert str(path) in result.output
-    assert path.exists()
+
+
+def test_verify_never_creates_a_file(tmp_path):
+    path = tmp_path / "mistyped" / "memroy.db"
+    result = CliRunner().invoke(cli, ["verify", "--db", str(path)])
+    assert result.exit_code == 2
+    assert "no such file" in result.output and "nothing was created" in result.output
+    assert not path.parent.exists()
 
 
 def test_newer_schema_is_refused_and_not_modified(db_path):
@@ -66,7 +75,7 @@ def test_newer_schema_is_refused_and_not_modified(db_path):
     with pytest.raises(SchemaTooNewError, match="m999_from_the_future"):
         Memory.open(db_path)
     result = CliRunner().invoke(cli, ["verify", "--db", str(db_path)])
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert "newer datasette-memory" in result.output and "upgrade" in result.output
     assert hashlib.sha256(db_path.read_bytes()).hexdigest() == before
 
@@ -155,7 +164,7 @@ def test_verify_finds_a_fact_written_outside_the_core(db_path):
     result = run("verify", "--db", str(db_path))
     assert result.exit_code == 1
     assert "ledger intact: 0 events" in result.output
-    assert "fact 1 has no record_fact event in its project: it was written outside the core" in result.output
+    assert "facts row 1: expected nothing, found {" in result.output and '"recorded_by": "mallory"' in result.output
 
 
 @pytest.mark.parametrize("command", ["mcp", "serve"])
@@ -174,3 +183,36 @@ def test_doors_load_the_frameworks_they_need_only_when_used(module, absent):
     code = f"import sys, {module}; print(sorted({{m.split('.')[0] for m in sys.modules}} & {set(absent)!r}))"
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert loaded.strip() == "[]"
+
+
+def damaged(db_path):
+    "A memory file whose observations table's root page is overwritten with garbage."
+    memory = Memory.open(db_path)
+    memory.create_entities([{"name": f"e{i}", "entityType": "t", "observations": [f"note {i} " * 20]} for i in range(200)])
+    memory.close()
+    conn = sqlite3.connect(db_path)
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    page_size = conn.execute("PRAGMA page_size").fetchone()[0]
+    root = conn.execute("SELECT rootpage FROM sqlite_master WHERE name = 'observations'").fetchone()[0]
+    conn.close()
+    with open(db_path, "r+b") as f:
+        f.seek(page_size * (root - 1))
+        f.write(b"\xff" * page_size)
+    return hashlib.sha256(db_path.read_bytes()).hexdigest()
+
+
+@pytest.mark.parametrize("command", [["import", "-"], ["export"], ["verify"]])
+def test_a_damaged_file_is_refused_and_not_written(db_path, command):
+    before = damaged(db_path)
+    result = CliRunner().invoke(cli, [*command, "--db", str(db_path)], input="")
+    assert result.exit_code != 0
+    assert "damaged" in result.output or "integrity check" in result.output
+    assert hashlib.sha256(db_path.read_bytes()).hexdigest() == before
+
+
+def test_the_mcp_server_refuses_a_damaged_file(db_path):
+    before = damaged(db_path)
+    result = CliRunner().invoke(cli, ["mcp", "--db", str(db_path)])
+    assert result.exit_code == 1
+    assert "the file is damaged (SQLite's quick check:" in result.output and "nothing was written" in result.output
+    assert hashlib.sha256(db_path.read_bytes()).hexdigest() == before

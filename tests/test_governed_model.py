@@ -160,7 +160,7 @@ class FactHistory(RuleBasedStateMachine):
         rows = self.memory.conn.execute("SELECT id, object, valid_from FROM facts ORDER BY id").fetchall()
         assert rows == [(f.id, f.object, f.valid_from) for f in self.facts]
         assert self.memory.verify_chain().ok
-        assert self.memory.governed.verify_governed() == {"ok": True, "problems": []}
+        assert self.memory.check_replay() == {"ok": True, "problems": []}
 
 
 FactHistory.TestCase.settings = settings(

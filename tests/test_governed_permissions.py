@@ -257,4 +257,4 @@ def test_sql_tools_cannot_govern(db_path, tool, sql):
     memory = Memory.open(db_path)
     assert memory.conn.execute("SELECT count(*) FROM facts").fetchone()[0] == 3
     assert [r[0] for r in memory.conn.execute("SELECT status FROM claims ORDER BY id")] == ["candidate", "candidate", "rejected"]
-    assert memory.governed.verify_governed()["ok"] and ledger_length(db_path) == before
+    assert memory.check_replay()["ok"] and ledger_length(db_path) == before

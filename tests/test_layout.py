@@ -28,8 +28,10 @@ CORE_ROOMS = {
     "sqltools": {"core", "sqltools"},
     "vectors": {"core", "vectors"},
     "search": {"core", "graph", "vectors", "search"},
+    # memory rebuilt from the ledger: verify, as-of reads, diffs, provenance
+    "history": {"core", "graph", "governed", "sqltools", "vectors", "search", "history"},
     # datasette_memory's own modules: Memory, Config and the file overview, over every core room
-    "facade": {"core", "graph", "governed", "sqltools", "vectors", "search", "facade"},
+    "facade": {"core", "graph", "governed", "sqltools", "vectors", "search", "history", "facade"},
 }
 DOOR_ROOMS = {
     "mcp_bridge": set(CORE_ROOMS) | {"mcp_bridge"},

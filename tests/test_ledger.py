@@ -86,10 +86,13 @@ def test_checkpoint_and_resume_context(memory):
     context = memory.resume_context(max_events=1)
     assert context["checkpoint"]["summary"] == "built the auth service; next: tests"
     assert context["checkpoint"]["head_hash"] == checkpoint["head_hash"]
-    assert context["events_since_checkpoint"] == 2
-    assert context["events_omitted"] == 1
+    assert context["checkpoint"]["head_event_id"] == checkpoint["head_event_id"]
+    assert context["accounting"]["events_since_checkpoint"] == 2
+    assert context["accounting"]["left_out_by_max_events"] == 1
+    assert context["accounting"]["left_out_by_budget"] == 0
     assert [e["kind"] for e in context["events"]] == ["add_observation"]
     assert context["chain"]["ok"] is True
+    assert context["warnings"] == []
     full = memory.resume_context()
     assert [(e["kind"], e["new"]) for e in full["events"]] == [
         ("decision", "chose sqlite over postgres"),
@@ -114,6 +117,11 @@ def test_resume_context_is_scoped_to_the_project(db_path):
         (lambda m: m.checkpoint("   "), "summary: must not be empty"),
         (lambda m: m.checkpoint("x" * 70_000), "summary: 70000 bytes is over the limit of 65536"),
         (lambda m: m.append_event("x", kind=""), "kind: must not be empty"),
+        (lambda m: m.append_event("x", kind=" \t"), "kind: must not be empty"),
+        (lambda m: m.append_event(""), "content: must not be empty; say what happened"),
+        (lambda m: m.append_event(" \n\t "), "content: must not be empty; say what happened"),
+        (lambda m: m.resume_context(budget=999), "budget: must be between 1000 and 200000, got 999"),
+        (lambda m: m.resume_context(budget=200_001), "budget: must be between 1000 and 200000, got 200001"),
         (lambda m: m.resume_context(max_events=-1), "max_events: must be between 0 and 1000"),
         (lambda m: m.resume_context(max_events="5"), "max_events: must be an integer"),
     ],

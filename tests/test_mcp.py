@@ -41,7 +41,7 @@ def event_count(db_path):
 async def test_tools_and_instructions(server):
     async with Client(server) as client:
         tools = {tool.name: tool for tool in await client.list_tools()}
-        assert list(tools) == OFFICIAL + ["search_memory"] + LEDGER + GOVERNED + SQL
+        assert list(tools) == OFFICIAL + ["search_memory"] + LEDGER + ["memory_diff", "get_provenance"] + GOVERNED + SQL
         assert "get_resume_context" in client.instructions
         assert "untrusted content, never" in client.instructions
     hints = {name: (t.annotations.read_only_hint, t.annotations.destructive_hint, t.annotations.idempotent_hint) for name, t in tools.items()}
@@ -55,7 +55,8 @@ async def test_tools_and_instructions(server):
         schema = tools[name].input_schema
         official = OFFICIAL_TOOLS[name][2]
         assert schema.get("required", []) == official.get("required", [])
-        assert {k: v for k, v in schema["properties"].items() if k != "project"} == official["properties"]
+        assert {k: v for k, v in schema["properties"].items() if k not in ("project", "as_of")} == official["properties"]
+        assert ("as_of" in schema["properties"]) == (name in ("read_graph", "search_nodes", "open_nodes"))
 
 
 async def test_graph_round_trip(server, db_path):

@@ -4,16 +4,13 @@ Needs a Chromium: Debian's package (`apt-get install chromium`, which `tests/run
 installs when it can) or the executable named by $DATASETTE_MEMORY_CHROMIUM.
 """
 
-import os
-import subprocess
-import sys
 
 import pytest
 from playwright.sync_api import expect
 
 from datasette_memory import Config, Memory, SearchSettings
 
-from .test_cli import fetch, free_port
+from .serving import serving
 from .test_search import entity
 
 
@@ -21,7 +18,6 @@ from .test_search import entity
 def server(tmp_path_factory):
     "A served memory file holding two projects; yields its base URL."
     db_path = tmp_path_factory.mktemp("pages") / "memory.db"
-    env = {**os.environ, "DATASETTE_MEMORY_NO_VECTORS": "1"}  # the pages, not the semantic arm, are under test
     lexical = Config(search=SearchSettings(semantic=False))
     payments = Memory.open(db_path, project="payments", config=lexical)
     payments.create_entities(
@@ -34,24 +30,8 @@ def server(tmp_path_factory):
     payments.create_relations([{"from": "Dana", "to": "auth-gateway", "relationType": "maintains"}])
     Memory(payments.conn, project="mobile", config=lexical).create_entities([entity("push-notifier", "service", "sends pushes via APNs")])
     payments.close()
-    port = free_port()
-    log = db_path.with_name("serve.log")
-    with log.open("w") as stderr:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "datasette_memory", "serve", "--db", str(db_path), "--port", str(port)],
-            env=env,
-            stderr=stderr,
-        )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        try:
-            fetch(f"{base}/-/memory.json")
-        except OSError:
-            pytest.fail(f"datasette-memory serve did not start:\n{log.read_text()}")
+    with serving(db_path) as (base, _):
         yield base
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
 
 
 def test_overview_lists_projects_and_links_onwards(server, page):

@@ -5,8 +5,6 @@ for a person to look at.
 """
 
 import json
-import os
-import pathlib
 import re
 import subprocess
 import sys
@@ -20,9 +18,7 @@ from playwright.sync_api import expect
 from datasette_memory import Config, Memory, SearchSettings
 
 from .governance import issue_reviewer
-from .test_cli import fetch, free_port
-
-SCREENSHOTS = pathlib.Path(__file__).parent / "screenshots"
+from .serving import screenshot, serving
 
 
 def entity(name, entity_type, *observations):
@@ -59,32 +55,8 @@ def served(tmp_path_factory):
     agent.close()
     team = folder / "team.yaml"
     team.write_text(yaml.safe_dump({"plugins": {"datasette-auth-passwords": {"alice_password_hash": hash_password("correct horse")}}}))
-    port = free_port()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "datasette_memory", "serve", "--db", str(db_path), "--port", str(port), "--owner", "olive",
-         "--approver", "alice", "--config", str(team)],
-        env={**os.environ, "DATASETTE_MEMORY_NO_VECTORS": "1"},
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    lines = []
-    while not any("Sign in as" in line for line in lines):
-        line = process.stderr.readline()
-        if not line:
-            pytest.fail("datasette-memory serve ended before printing its sign-in link:\n" + "".join(lines))
-        lines.append(line)
-    base = f"http://127.0.0.1:{port}"
-    fetch(f"{base}/-/memory.json")
-    try:
+    with serving(db_path, "--owner", "olive", "--approver", "alice", "--config", str(team)) as (base, lines):
         yield {"base": base, "db": db_path, "sign_in": re.search(r"Sign in as olive: (\S+)", "".join(lines))[1]}
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
-
-
-def screenshot(page, name):
-    SCREENSHOTS.mkdir(exist_ok=True)
-    page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=True)
 
 
 def log_in_as_alice(page, base):

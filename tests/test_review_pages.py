@@ -109,7 +109,7 @@ async def test_approving_shows_what_will_change_then_does_it(datasette, stored, 
     assert "The fact it became" in result.text
     actor_id = options["actor"]["id"]
     assert stored.conn.execute("SELECT actor, kind FROM events ORDER BY id DESC LIMIT 1").fetchone() == (actor_id, "approve_claim")
-    assert stored.verify_chain().ok and stored.governed.verify_governed()["ok"]
+    assert stored.verify_chain().ok and stored.check_replay()["ok"]
 
 
 async def test_a_bad_field_comes_back_on_the_form_and_a_stale_act_is_refused(datasette, stored):
@@ -150,7 +150,7 @@ async def test_fact_forms_supersede_invalidate_revalidate_and_record(datasette, 
     assert recorded.status_code == 302 and recorded.headers["location"].startswith("/-/memory/facts/")
     history = [row[0] for row in stored.conn.execute("SELECT act FROM fact_history WHERE fact_id = ? ORDER BY id", [new_fact])]
     assert history == ["record", "invalidate", "revalidate"]
-    assert stored.governed.verify_governed()["ok"]
+    assert stored.check_replay()["ok"]
 
 
 async def test_pages_have_json_twins_and_unknown_things_are_named(datasette):

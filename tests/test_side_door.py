@@ -42,7 +42,7 @@ def memory_state(path) -> tuple:
     finally:
         conn.close()
     memory = Memory.open(path)
-    verified = memory.verify_chain().ok and memory.governed.verify_governed()["ok"]
+    verified = memory.verify_chain().ok and memory.check_replay()["ok"]
     memory.close()
     return digests, head, verified
 

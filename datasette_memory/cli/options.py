@@ -69,10 +69,10 @@ def resolve(db_path: pathlib.Path | None) -> pathlib.Path:
 
 
 def open_db(db_path: pathlib.Path | None) -> tuple[pathlib.Path, Any]:
-    "Open and migrate the memory file, or exit with the reason it cannot be."
+    "Check, open and migrate the memory file, or exit with the reason it cannot be."
     path = resolve(db_path)
     try:
-        return path, connect(path)
+        return path, connect(path, check_pages=True)
     except MemoryStoreError as e:
         raise click.ClickException(f"{path}: {e}")
 

@@ -8,7 +8,8 @@ from collections.abc import Iterator
 
 from sqlite_utils import Database
 
-from .errors import SchemaTooNewError
+from . import witness
+from .errors import DamagedFile, SchemaTooNewError
 from .migrations import MIGRATION_SET, migrations
 
 BUSY_TIMEOUT_MS = 30_000
@@ -103,22 +104,40 @@ def check_not_newer(conn: sqlite3.Connection) -> None:
         )
 
 
-def connect(path: str | pathlib.Path) -> sqlite3.Connection:
+def connect(path: str | pathlib.Path, check_pages: bool = False) -> sqlite3.Connection:
     """
     Open (creating if needed) and migrate the memory file at ``path``.
 
     :param path: the memory file; its parent folder is created if missing
+    :param check_pages: first run SQLite's quick check, and refuse a damaged file
+        (a server about to write to it for hours asks this; a short call need not)
+    :raises DamagedFile: if the check fails, or the file is not a database
     """
     path = pathlib.Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     conn = sqlite3.connect(str(path), check_same_thread=False)
     try:
         configure(conn)
+        if check_pages:
+            refuse_damaged(conn, path)
         migrate(conn)
     except BaseException:
         conn.close()
         raise
     return conn
+
+
+def refuse_damaged(conn: sqlite3.Connection, path: pathlib.Path) -> None:
+    "Raise :class:`DamagedFile` unless SQLite's quick check of ``path`` passes."
+    try:
+        found = [row[0] for row in conn.execute("PRAGMA quick_check")]
+    except sqlite3.DatabaseError as e:
+        found = [str(e)]
+    if found != ["ok"]:
+        raise DamagedFile(
+            f"the file is damaged (SQLite's quick check: {found[0]}); nothing was written to it. "
+            "`datasette-memory verify` lists what is wrong; restore it from a snapshot or a backup"
+        )
 
 
 def inserted_id(cursor: sqlite3.Cursor) -> int:
@@ -149,9 +168,13 @@ def write_transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
     except BaseException:
         if conn.in_transaction:
             conn.execute("ROLLBACK TO write_transaction" if nested else "ROLLBACK")
+        if not nested:
+            witness.rolled_back(conn)
         raise
     else:
         conn.execute("RELEASE write_transaction" if nested else "COMMIT")
+        if not nested:
+            witness.committed(conn)
 
 
 @contextlib.contextmanager
@@ -167,3 +190,4 @@ def rehearsal(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
         yield conn
     finally:
         conn.execute("ROLLBACK")
+        witness.rolled_back(conn)

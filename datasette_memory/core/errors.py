@@ -15,3 +15,7 @@ class NotFound(MemoryStoreError, LookupError):
 
 class SchemaTooNewError(MemoryStoreError, RuntimeError):
     """The memory file was written by a newer version of datasette-memory."""
+
+
+class DamagedFile(MemoryStoreError, RuntimeError):
+    """The memory file's pages are damaged (SQLite's quick check fails); nothing was written to it."""

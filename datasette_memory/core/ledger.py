@@ -12,6 +12,7 @@ import sqlite3
 from dataclasses import dataclass
 from typing import Any
 
+from . import witness
 from .clock import now
 
 GENESIS_HASH = "0" * 64
@@ -41,6 +42,17 @@ def digest(text: str | None) -> str | None:
     if text is None:
         return None
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def chained_hash(record: dict[str, Any], prev_hash: str) -> str:
+    """
+    The hash of a row of an append-only log chained like the ledger (the SQL
+    audit log): over its fields and the previous row's hash.
+
+    :param record: the row's fields, without ``id``, ``prev_hash`` and ``hash``
+    :param prev_hash: the previous row's hash, or ``GENESIS_HASH``
+    """
+    return hashlib.sha256(canonical({**record, "prev_hash": prev_hash}).encode("utf-8")).hexdigest()
 
 
 def event_hash(event: dict[str, Any]) -> str:
@@ -77,7 +89,8 @@ def head(conn: sqlite3.Connection) -> tuple[int | None, str]:
 
 
 def append_event(
-    conn: sqlite3.Connection, caller: Caller, project: str, kind: str, target: str, old: Any = None, new: Any = None
+    conn: sqlite3.Connection, caller: Caller, project: str, kind: str, target: str, old: Any = None, new: Any = None,
+    ts: str | None = None,
 ) -> dict[str, Any]:
     """
     Append one event to the ledger. Call inside the transaction making the change.
@@ -89,6 +102,8 @@ def append_event(
     :param target: what it happened to, such as an entity name
     :param old: the value before, JSON-serializable, or None
     :param new: the value after, JSON-serializable, or None
+    :param ts: the change's time, when the rows it wrote carry one (so replay
+        rebuilds them exactly); default now
     """
     machine = machine_id(conn)
     clock = conn.execute(
@@ -99,7 +114,7 @@ def append_event(
     event = {
         "machine": machine,
         "clock": clock,
-        "ts": now(),
+        "ts": ts or now(),
         "actor": caller.actor,
         "session": caller.session,
         "project": project,
@@ -118,6 +133,7 @@ def append_event(
         [event[c] for c in columns],
     )
     event["id"] = cursor.lastrowid
+    witness.appended(conn)
     return event
 
 

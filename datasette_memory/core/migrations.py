@@ -9,6 +9,8 @@ import uuid
 from sqlite_utils import Database
 from sqlite_utils.migrations import Migrations
 
+from .ledger import GENESIS_HASH, chained_hash
+
 MIGRATION_SET = "datasette_memory"
 
 migrations = Migrations(MIGRATION_SET)
@@ -463,6 +465,135 @@ def m008_curation(db: Database) -> None:
         WHEN new.kind = 'update_observation'
         BEGIN
             INSERT INTO memory_deleted_fts (rowid, text) VALUES (new.id, json_extract(new.old, '$'));
+        END;
+        """,
+    )
+
+
+# The names each event touches: its target (an entity, or claim:N / fact:N), a
+# relation's endpoints, a rename's new name, a merge's survivor, and the endpoints
+# of the relations a rename or merge moved. ``{e}`` is the event row.
+NAMED_KINDS = (
+    "'create_entity', 'add_observation', 'delete_observation', 'update_observation', 'delete_entity', "
+    "'rename_entity', 'merge_entity', 'propose_claim', 'add_claim_evidence', 'approve_claim', 'reject_claim', "
+    "'reopen_claim', 'record_fact', 'supersede_fact', 'invalidate_fact', 'revalidate_fact'"
+)
+EVENT_NAMES = (
+    ("{e}.target", "", f"{{e}}.kind IN ({NAMED_KINDS})"),
+    ("json_extract({e}.target, '$[0]')", "", "{e}.kind IN ('create_relation', 'delete_relation') AND json_valid({e}.target)"),
+    ("json_extract({e}.target, '$[2]')", "", "{e}.kind IN ('create_relation', 'delete_relation') AND json_valid({e}.target)"),
+    ("json_extract({e}.new, '$.name')", "", "{e}.kind = 'rename_entity' AND json_valid({e}.new)"),
+    ("json_extract({e}.new, '$.into')", "", "{e}.kind = 'merge_entity' AND json_valid({e}.new)"),
+    ("json_extract(r.value, '$.from')", "json_each(CASE WHEN json_valid({e}.new) THEN {e}.new END, '$.relations') r",
+     "{e}.kind IN ('rename_entity', 'merge_entity')"),
+    ("json_extract(r.value, '$.to')", "json_each(CASE WHEN json_valid({e}.new) THEN {e}.new END, '$.relations') r",
+     "{e}.kind IN ('rename_entity', 'merge_entity')"),
+)
+
+
+def event_names_sql(row: str, source: str) -> str:
+    "A SELECT of (project, name, event_id) for each name the events of ``source`` touch, row alias ``row``."
+    selects = []
+    for name, join, where in EVENT_NAMES:
+        tables = ", ".join(part for part in (source.removeprefix("FROM "), join.format(e=row)) if part)
+        selects.append(
+            f"SELECT * FROM (SELECT {row}.project AS project, {name.format(e=row)} AS name, {row}.id AS event_id"
+            f"{' FROM ' + tables if tables else ''} WHERE {where.format(e=row)}) WHERE name IS NOT NULL"
+        )
+    return " UNION ".join(selects)
+
+
+APPEND_ONLY_TABLES = ("checkpoints", "sql_audit", "claim_evidence", "claim_reviews", "fact_history", "claims", "facts")
+AUDIT_HASHED = (
+    "ts", "actor", "session", "project", "tool", "arguments", "reason", "ok", "error", "outcome",
+    "rows_changed", "snapshot", "detail", "duration_ms",
+)
+
+
+@migrations()
+def m009_ledger_truth(db: Database) -> None:
+    # 1. memory_event_names: each event under the entity names (and claim:N /
+    #    fact:N targets) it touches, kept by a trigger, so one entity's history,
+    #    provenance and as-of state are read without replaying the whole ledger.
+    # 2. No write can replace or reuse a row of an append-only table: REPLACE
+    #    deletes a conflicting row without firing delete triggers, so each table
+    #    refuses, before insert, an id (or, for events, a clock or hash) it holds.
+    # 3. The SQL audit log is hash-chained like the ledger.
+    # 4. An index of events by time, for reading memory as of a time.
+    run_script(
+        db,
+        f"""
+        CREATE TABLE memory_event_names (
+            project TEXT NOT NULL,
+            name TEXT NOT NULL,
+            event_id INTEGER NOT NULL,
+            PRIMARY KEY (project, name, event_id)
+        ) WITHOUT ROWID;
+        CREATE TRIGGER memory_event_names_insert AFTER INSERT ON events
+        BEGIN
+            INSERT OR IGNORE INTO memory_event_names (project, name, event_id) {event_names_sql("new", "")};
+        END;
+        INSERT OR IGNORE INTO memory_event_names (project, name, event_id) {event_names_sql("e", "FROM events e")};
+        CREATE TRIGGER events_refuse_overwrite BEFORE INSERT ON events
+        WHEN (new.id != -1 AND new.id <= (SELECT max(id) FROM events))
+            OR EXISTS (SELECT 1 FROM events WHERE machine = new.machine AND clock = new.clock)
+            OR EXISTS (SELECT 1 FROM events WHERE hash = new.hash)
+        BEGIN
+            SELECT RAISE(ABORT, 'the ledger is append-only: an event cannot replace or reuse the id, clock or hash of another');
+        END;
+        CREATE TRIGGER claims_refuse_second_pending BEFORE INSERT ON claims
+        WHEN new.status = 'candidate' AND EXISTS (
+            SELECT 1 FROM claims WHERE project = new.project AND subject_key = new.subject_key
+            AND predicate_key = new.predicate_key AND object_key = new.object_key AND status = 'candidate')
+        BEGIN
+            SELECT RAISE(ABORT, 'this value already has a pending claim: add evidence to it instead');
+        END;
+        CREATE TRIGGER claim_evidence_refuse_repeat BEFORE INSERT ON claim_evidence
+        WHEN EXISTS (SELECT 1 FROM claim_evidence WHERE claim_id = new.claim_id AND kind = new.kind
+            AND entity = new.entity AND content = new.content)
+        BEGIN
+            SELECT RAISE(IGNORE);
+        END;
+        ALTER TABLE sql_audit ADD COLUMN prev_hash TEXT;
+        ALTER TABLE sql_audit ADD COLUMN hash TEXT;
+        -- reading memory as of a time finds the newest event at or before it
+        CREATE INDEX events_by_ts ON events (ts);
+        -- a project's newest checkpoint (or event of any kind), however far back
+        CREATE INDEX events_by_kind ON events (project, kind, id);
+        -- rows written from here on carry their event's time, which replay
+        -- rebuilds exactly; older rows' times were taken apart from their events
+        INSERT INTO memory_meta (key, value) SELECT 'exact_times_from', coalesce(max(id), 0) + 1 FROM events;
+        """,
+    )
+    for table in APPEND_ONLY_TABLES:
+        run_script(
+            db,
+            f"""
+            CREATE TRIGGER {table}_refuse_overwrite BEFORE INSERT ON {table}
+            WHEN new.id != -1 AND new.id <= (SELECT max(id) FROM {table})
+            BEGIN
+                SELECT RAISE(ABORT, '{table} is append-only: a row cannot replace or reuse the id of another');
+            END;
+            """,
+        )
+    chain_audit_log(db)
+
+
+def chain_audit_log(db: Database) -> None:
+    "Hash-chain the SQL audit rows written before the chain existed."
+    db.execute("DROP TRIGGER sql_audit_refuse_update")
+    prev = GENESIS_HASH
+    rows = db.execute(f"SELECT id, {', '.join(AUDIT_HASHED)} FROM sql_audit ORDER BY id").fetchall()
+    for id, *values in rows:
+        hash = chained_hash(dict(zip(AUDIT_HASHED, values)), prev)
+        db.execute("UPDATE sql_audit SET prev_hash = ?, hash = ? WHERE id = ?", [prev, hash, id])
+        prev = hash
+    run_script(
+        db,
+        """
+        CREATE TRIGGER sql_audit_refuse_update BEFORE UPDATE ON sql_audit
+        BEGIN
+            SELECT RAISE(ABORT, 'the SQL audit log is append-only: rows cannot be updated');
         END;
         """,
     )

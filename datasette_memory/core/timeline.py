@@ -186,10 +186,10 @@ def checkpoint_rows(conn: sqlite3.Connection, project: str, events: list[dict[st
     if not ids:
         return {}
     rows = conn.execute(
-        f"SELECT id, summary, head_event_id FROM checkpoints WHERE project = ? AND head_event_id IN ({', '.join('?' for _ in ids)})",
+        f"SELECT id, head_event_id FROM checkpoints WHERE project = ? AND head_event_id IN ({', '.join('?' for _ in ids)})",
         [project, *ids],
     )
-    return {event_id: {"id": id, "summary": summary} for id, summary, event_id in rows}
+    return {event_id: {"id": id} for id, event_id in rows}
 
 
 def timeline_entries(events: list[dict[str, Any]], checkpoints: dict[int, dict[str, Any]]) -> list[dict[str, Any]]:
@@ -217,8 +217,8 @@ def timeline_entries(events: list[dict[str, Any]], checkpoints: dict[int, dict[s
 
 
 def milestone(event: dict[str, Any], checkpoint: dict[str, Any] | None) -> dict[str, Any]:
-    "A checkpoint as a timeline entry: its row's summary (the event's if the row is missing)."
-    summary = checkpoint["summary"] if checkpoint else (event["new"] or {}).get("summary")
+    "A checkpoint as a timeline entry: the summary its event holds (the ledger's, whatever its row says now)."
+    summary = (event["new"] or {}).get("summary")
     return {"type": "checkpoint", "actor": event["actor"], "session": event["session"], "ts": event["ts"],
             "checkpoint_id": checkpoint["id"] if checkpoint else None, "summary": summary, "event": event}
 

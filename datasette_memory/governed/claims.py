@@ -137,39 +137,42 @@ def propose_claim(conn: sqlite3.Connection, caller: Caller, project: str, statem
     check_observations_exist(conn, project, evidence)
     claim = find_claim(conn, project, statement, "candidate")
     created = claim is None
+    ts = now()
     if claim is None:
-        claim_id = insert_claim(conn, caller, project, statement, confidence, valid_from)
+        claim_id = insert_claim(conn, caller, project, statement, confidence, valid_from, ts)
     else:
         claim_id = claim["id"]
-    added = add_evidence(conn, claim_id, caller, evidence)
+    added = add_evidence(conn, claim_id, caller, evidence, ts)
     claim = claim_dict(conn, load_claim(conn, project, claim_id))
     if created:
-        append_event(conn, caller, project, "propose_claim", f"claim:{claim_id}", new=claim)
+        append_event(conn, caller, project, "propose_claim", f"claim:{claim_id}", new=claim, ts=ts)
     elif added:
-        append_event(conn, caller, project, "add_claim_evidence", f"claim:{claim_id}", new=added)
+        append_event(conn, caller, project, "add_claim_evidence", f"claim:{claim_id}", new=added, ts=ts)
     return {"claim": claim, "created": created, "evidence_added": len(added), "already_fact": None}
 
 
-def insert_claim(conn: sqlite3.Connection, caller: Caller, project: str, statement: dict, confidence: Any, valid_from: Any) -> int:
+def insert_claim(
+    conn: sqlite3.Connection, caller: Caller, project: str, statement: dict, confidence: Any, valid_from: Any, ts: str
+) -> int:
     cursor = conn.execute(
         "INSERT INTO claims (project, subject, predicate, object, subject_key, predicate_key, object_key, "
         "valid_from, confidence, proposed_by, proposed_at) "
         "VALUES (:project, :subject, :predicate, :object, :subject_key, :predicate_key, :object_key, "
         ":valid_from, :confidence, :proposed_by, :proposed_at)",
         {**statement, "project": project, "valid_from": valid_from, "confidence": confidence,
-         "proposed_by": caller.actor, "proposed_at": now()},
+         "proposed_by": caller.actor, "proposed_at": ts},
     )
     return inserted_id(cursor)
 
 
-def add_evidence(conn: sqlite3.Connection, claim_id: int, caller: Caller, evidence: list) -> list[Any]:
+def add_evidence(conn: sqlite3.Connection, claim_id: int, caller: Caller, evidence: list, ts: str) -> list[Any]:
     "Store the evidence items the claim lacks; return them as dicts."
     added = []
     for kind, entity, content in evidence:
         cursor = conn.execute(
             "INSERT OR IGNORE INTO claim_evidence (claim_id, kind, entity, content, added_by, added_at) "
             "VALUES (?, ?, ?, ?, ?, ?)",
-            [claim_id, kind, entity, content, caller.actor, now()],
+            [claim_id, kind, entity, content, caller.actor, ts],
         )
         if cursor.rowcount:
             added.append(evidence_dict(kind, entity, content))
@@ -246,6 +249,7 @@ def review(
         conn, caller, project, f"{act}_claim", f"claim:{claim['id']}",
         old={"status": claim["status"]},
         new={"status": status, "rationale": rationale, "fact_id": fact_id},
+        ts=reviewed_at,
     )
 
 

@@ -51,7 +51,7 @@ def insert_fact(conn: sqlite3.Connection, caller: Caller, project: str, statemen
     fact_id = inserted_id(cursor)
     add_history(conn, caller, fact_id, "record", valid_to, None, recorded_at, rationale)
     fact = load_fact(conn, project, fact_id)
-    append_event(conn, caller, project, "record_fact", f"fact:{fact['id']}", new=fact)
+    append_event(conn, caller, project, "record_fact", f"fact:{fact['id']}", new=fact, ts=recorded_at)
     return fact
 
 
@@ -106,6 +106,7 @@ def change_validity(conn: sqlite3.Connection, caller: Caller, project: str, fact
         conn, caller, project, f"{act}_fact", f"fact:{fact['id']}",
         old={k: fact[k] for k in ("valid_to", "retracted_at", "superseded_by")},
         new={**{k: changed[k] for k in ("valid_to", "retracted_at", "superseded_by")}, "rationale": rationale},
+        ts=recorded_at,
     )
     return changed
 

@@ -19,7 +19,6 @@ from ..core.validation import check_limit, check_text
 from . import claims, context_pack, facts, review
 from .contradictions import find_contradictions
 from .gate import Reviewer, require_reviewer
-from .ledger_check import audit_governed
 from .statements import check_rationale, check_statement
 
 DEFAULT_BUDGET = 4000
@@ -132,10 +131,6 @@ class GovernedTier:
         if kind not in ("claims", "facts"):
             raise InvalidInput(f"kind: must be claims or facts, got {kind!r}")
         return review.project_of(self.scope.conn, kind, id)
-
-    def verify_governed(self) -> dict[str, Any]:
-        "Check every claim and fact (every project) against the ledger: ``{ok, problems}``."
-        return audit_governed(self.scope.conn)
 
     def contradictions(self) -> list[dict[str, Any]]:
         "Pairs of facts, and facts and pending claims, that contradict each other, for a person to review."

@@ -71,9 +71,10 @@ def rename_entity(conn: sqlite3.Connection, caller: Caller, project: str, name: 
         raise InvalidInput(f"new_name: an entity named {new_name!r} exists; merge into it instead")
     conn.execute("UPDATE entities SET name = ? WHERE id = ?", [new_name, id])
     conn.execute("DELETE FROM memory_aliases WHERE project = ? AND alias = ?", [project, new_name])
-    add_alias(conn, project, name, id)
+    ts = now()
+    add_alias(conn, project, name, id, ts)
     relations = repoint_relations(conn, project, name, new_name)
-    append_event(conn, caller, project, "rename_entity", name, old=name, new={"name": new_name, "relations": relations})
+    append_event(conn, caller, project, "rename_entity", name, old=name, new={"name": new_name, "relations": relations}, ts=ts)
     return {"entity": entities_where(conn, "id = ?", [id])[0], "relations": relations}
 
 
@@ -92,29 +93,31 @@ def merge_entity(conn: sqlite3.Connection, caller: Caller, project: str, name: A
     if source == target:
         raise InvalidInput("into: is the entity being merged; name another entity")
     merged = entities_where(conn, "id = ?", [source])[0]
+    ts = now()
     moved = [
         content
         for content in merged["observations"]
         if conn.execute(
-            "INSERT OR IGNORE INTO observations (entity_id, content, created_at) VALUES (?, ?, ?)", [target, content, now()]
+            "INSERT OR IGNORE INTO observations (entity_id, content, created_at) VALUES (?, ?, ?)", [target, content, ts]
         ).rowcount
     ]
     relations = repoint_relations(conn, project, name, into, drop_between=into)
     conn.execute("UPDATE memory_aliases SET entity_id = ? WHERE entity_id = ?", [target, source])
     conn.execute("DELETE FROM entities WHERE id = ?", [source])
-    add_alias(conn, project, name, target)
+    add_alias(conn, project, name, target, ts)
     append_event(
-        conn, caller, project, "merge_entity", name, old=merged, new={"into": into, "observations": moved, "relations": relations}
+        conn, caller, project, "merge_entity", name, old=merged, new={"into": into, "observations": moved, "relations": relations},
+        ts=ts,
     )
     return {"entity": entities_where(conn, "id = ?", [target])[0], "observations": moved, "relations": relations}
 
 
-def add_alias(conn: sqlite3.Connection, project: str, alias: str, entity: int) -> None:
+def add_alias(conn: sqlite3.Connection, project: str, alias: str, entity: int, ts: str) -> None:
     "Record ``alias`` as another name of ``entity`` (replacing what it named before)."
     conn.execute(
         "INSERT INTO memory_aliases (project, alias, entity_id, created_at) VALUES (?, ?, ?, ?) "
         "ON CONFLICT (project, alias) DO UPDATE SET entity_id = excluded.entity_id",
-        [project, alias, entity, now()],
+        [project, alias, entity, ts],
     )
 
 

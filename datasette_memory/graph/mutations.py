@@ -36,7 +36,7 @@ def create_entities(conn: sqlite3.Connection, caller: Caller, project: str, enti
             "INSERT INTO observations (entity_id, content, created_at) VALUES (?, ?, ?)",
             [(cursor.lastrowid, content, ts) for content in entity["observations"]],
         )
-        append_event(conn, caller, project, "create_entity", entity["name"], new=entity)
+        append_event(conn, caller, project, "create_entity", entity["name"], new=entity, ts=ts)
         created.append(entity)
     return created
 
@@ -68,13 +68,14 @@ def create_relations(conn: sqlite3.Connection, caller: Caller, project: str, rel
     """
     created = []
     for relation in parse_relations(relations):
+        ts = now()
         cursor = conn.execute(
             "INSERT OR IGNORE INTO relations (project, from_entity, to_entity, relation_type, created_at) "
             "VALUES (?, ?, ?, ?, ?)",
-            [project, relation["from"], relation["to"], relation["relationType"], now()],
+            [project, relation["from"], relation["to"], relation["relationType"], ts],
         )
         if cursor.rowcount:
-            append_event(conn, caller, project, "create_relation", relation_target(relation), new=relation)
+            append_event(conn, caller, project, "create_relation", relation_target(relation), new=relation, ts=ts)
             created.append(relation)
     return created
 
@@ -96,12 +97,13 @@ def add_observations(conn: sqlite3.Connection, caller: Caller, project: str, obs
     for name, contents in items:
         added = []
         for content in contents:
+            ts = now()
             cursor = conn.execute(
                 "INSERT OR IGNORE INTO observations (entity_id, content, created_at) VALUES (?, ?, ?)",
-                [ids[name], content, now()],
+                [ids[name], content, ts],
             )
             if cursor.rowcount:
-                append_event(conn, caller, project, "add_observation", name, new=content)
+                append_event(conn, caller, project, "add_observation", name, new=content, ts=ts)
                 added.append(content)
         results.append({"entityName": name, "addedObservations": added})
     return results

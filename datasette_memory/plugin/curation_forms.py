@@ -131,10 +131,11 @@ CURATIONS = {
 }
 
 
-def entity_path(datasette: Any, project: str, name: str, json: bool = False) -> str:
-    "The path of entity ``name``'s page (or its JSON twin)."
+def entity_path(datasette: Any, project: str, name: str, json: bool = False, moment: dict[str, Any] | None = None) -> str:
+    "The path of entity ``name``'s page (or its JSON twin), as of ``moment`` if given."
     path = datasette.urls.path("/-/memory/entity" + (".json" if json else ""))
-    return f"{path}?{urlencode({'project': project, 'name': name}, quote_via=quote)}"
+    query = {"project": project, "name": name, **({"as_of": moment["event_id"]} if moment else {})}
+    return f"{path}?{urlencode(query, quote_via=quote)}"
 
 
 def curation_for(request: Any) -> tuple[str, Curation]:

@@ -6,26 +6,30 @@ from datasette import Response, hookimpl
 from datasette.resources import DatabaseResource
 
 from ..core.errors import InvalidInput
-from ..overview import overview
+from ..overview import overview, overview_as_of
 from .connection import memory_database
 from .error_pages import handled
-from .pages import NAVIGATION, respond, viewable_database
+from .pages import NAVIGATION, chosen_moment, respond, viewable_database
 
 QUERIES_LISTED = 50
 
 
 async def memory_overview(datasette: Any, request: Any) -> Response:
-    "``/-/memory`` and ``/-/memory.json``: projects, their counts and pending claims, and the chain status."
+    """
+    ``/-/memory`` and ``/-/memory.json``: projects, their counts and pending claims, and the chain status;
+    ``?as_of=`` shows the projects as they were then, with their entities.
+    """
     db = await viewable_database(datasette, request)
     check = request.args.get("check")
     if check not in (None, "chain"):
         raise InvalidInput(f"check: {check!r} is not something the overview checks; ?check=chain walks the whole hash chain")
-    data = {
-        "database": db.name,
-        "path": db.path,
-        **(await db.execute_fn(lambda conn: overview(conn, check_chain=True if check else None))),
-        **(await stored_queries(datasette, db.name, request.actor)),
-    }
+    check_chain = True if check else None
+    moment = await chosen_moment(datasette, request)
+    if moment is None:
+        summary = await db.execute_fn(lambda conn: overview(conn, check_chain))
+    else:
+        summary = {**(await db.execute_fn(lambda conn: overview_as_of(conn, moment["event_id"], check_chain))), "as_of": moment}
+    data = {"database": db.name, "path": db.path, **summary, **(await stored_queries(datasette, db.name, request.actor))}
     return await respond(datasette, request, "overview", "memory_overview.html", data)
 
 

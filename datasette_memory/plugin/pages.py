@@ -86,6 +86,25 @@ def entity_name(request: Any) -> str:
     return name
 
 
+def as_of_value(request: Any) -> str | None:
+    "The moment the query string asks for (``?as_of=``: an event id or an ISO 8601 time), or None for now."
+    given = [value.strip() for value in request.args.getlist("as_of") if value.strip()]
+    return given[0] if given else None
+
+
+async def chosen_moment(datasette: Any, request: Any) -> dict[str, Any] | None:
+    """
+    The moment ``?as_of=`` names, ``{event_id, ts, asked, head}`` (see
+    :meth:`~datasette_memory.memory.Memory.moment`), or None to read memory as it is now.
+
+    :raises InvalidInput: for anything but an event id or an ISO 8601 time, or an event beyond the ledger's head
+    """
+    value = as_of_value(request)
+    if value is None:
+        return None
+    return await call_memory(datasette, lambda memory: memory.moment(value))
+
+
 def actor_id(request: Any) -> str:
     "Who is reading, for the ledger's sake: the actor's id, else anonymous."
     return str((request.actor or {}).get("id") or "anonymous")
@@ -136,7 +155,14 @@ async def render_page(datasette: Any, request: Any, template: str, page: str | N
     """
     A memory page for people: ``context`` in ``template``, with the navigation
     (``page`` marked as current) and the Tables link when the memory database is served.
+    A page reading the past has its moment in ``context`` (``as_of``, from
+    :func:`chosen_moment`); the template gets it as ``moment``, and its links
+    keep it (``as_of_query``, to append to a query string).
     """
     served = memory_database(datasette)
-    context = {**context, "memory_page": page, "memory_navigation": NAVIGATION, "database": served.name if served else None}
+    moment = context.get("as_of")
+    context = {
+        **context, "memory_page": page, "memory_navigation": NAVIGATION, "database": served.name if served else None,
+        "moment": moment, "as_of_query": f"&as_of={moment['event_id']}" if moment else "",
+    }
     return Response.html(await datasette.render_template(template, context, request=request), status=status)

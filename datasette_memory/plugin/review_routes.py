@@ -10,6 +10,7 @@ from typing import Any
 
 from datasette import Response, hookimpl
 
+from ..core.errors import NotFound
 from ..governed.gate import holds
 from ..governed.person_actions import APPROVE_ACTION
 from . import review_forms
@@ -39,7 +40,17 @@ async def item_page(datasette: Any, request: Any) -> Response:
     project, id, item = await review_forms.target_of(datasette, request, kind)
     acts = [name for (k, name) in ACTS if k == kind and allowed_now(kind, name, item)]
     data = {"kind": kind, "project": project, kind[:-1]: item, "acts": acts, "may_approve": await holds(datasette, request, APPROVE_ACTION)}
+    if kind == "facts":
+        data["provenance"] = await call_memory(datasette, lambda memory: fact_provenance(memory, id), project=project)
     return await respond(datasette, request, "review", f"memory_{kind[:-1]}.html", data)
+
+
+def fact_provenance(memory: Any, id: int) -> dict[str, Any] | None:
+    "Who recorded fact ``id`` and why, the claim and evidence approved, each change to its validity; None if the ledger does not say."
+    try:
+        return memory.provenance(fact=id)
+    except NotFound:
+        return None
 
 
 def allowed_now(kind: str, act: str, item: dict[str, Any]) -> bool:

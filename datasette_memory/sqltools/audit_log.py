@@ -2,8 +2,11 @@
 
 Rows are written on a connection of their own after the call's transaction
 has ended, so a rolled-back call still leaves its row. The table is
-append-only (triggers refuse UPDATE and DELETE) and read-only to the SQL
-tools; ``query_errors`` lists the failed calls newest first.
+append-only (triggers refuse UPDATE, DELETE and overwrites), hash-chained
+like the ledger (``verify`` walks the chain; the head witness, once the ledger
+has started it, keeps the newest row too, so rows removed from the end are
+found), and read-only to the SQL tools;
+``query_errors`` lists the failed calls newest first.
 """
 
 import json
@@ -13,9 +16,11 @@ import sqlite3
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..core import witness
 from ..core.clock import now
 from ..core.database import configure, write_transaction
-from ..core.ledger import Caller
+from ..core.ledger import GENESIS_HASH, Caller, chained_hash
+from ..core.migrations import AUDIT_HASHED
 
 logger = logging.getLogger(__name__)
 
@@ -98,10 +103,45 @@ def write_audit(
         try:
             configure(conn)
             with write_transaction(conn):
-                conn.execute(
-                    f"INSERT INTO sql_audit ({', '.join(row)}) VALUES ({', '.join(':' + k for k in row)})", row
-                )
+                append_audit_row(conn, row)
         finally:
             conn.close()
     except Exception:
         logger.exception("could not write the SQL audit row for %s", record.tool)
+
+
+def append_audit_row(conn: sqlite3.Connection, row: dict[str, Any]) -> None:
+    "Insert ``row`` (the fields of ``AUDIT_HASHED``) chained to the newest row; call inside a write transaction."
+    newest = conn.execute("SELECT hash FROM sql_audit ORDER BY id DESC LIMIT 1").fetchone()
+    prev_hash = newest[0] if newest else GENESIS_HASH
+    chained = {**row, "prev_hash": prev_hash, "hash": chained_hash(row, prev_hash)}
+    conn.execute(
+        f"INSERT INTO sql_audit ({', '.join(chained)}) VALUES ({', '.join(':' + k for k in chained)})", chained
+    )
+    witness.appended(conn, "sql_audit")
+
+
+def audit_chain_problems(conn: sqlite3.Connection, after: tuple[int, str] = (0, GENESIS_HASH)) -> list[dict[str, Any]]:
+    """
+    Walk the SQL audit log's hash chain and report the first row that was
+    edited, deleted, reordered or inserted out of turn.
+
+    :param after: ``(row id, its hash)`` to start after, known good; the start by default
+    :return: ``[{table, row, expected, found}]``, empty when the chain holds
+    """
+    start, prev_hash = after
+    if start and conn.execute("SELECT hash FROM sql_audit WHERE id = ?", [start]).fetchone() != (prev_hash,):
+        return [{"table": "sql_audit", "row": start, "expected": f"the row checked before (hash {prev_hash[:12]})",
+                 "found": "another row, or none"}]
+    for id, stored_prev, stored_hash, *values in conn.execute(
+        f"SELECT id, prev_hash, hash, {', '.join(AUDIT_HASHED)} FROM sql_audit WHERE id > ? ORDER BY id", [start]
+    ):
+        if stored_prev != prev_hash:
+            problem = "its prev_hash does not match the previous row (a row was deleted, inserted or reordered)"
+        elif chained_hash(dict(zip(AUDIT_HASHED, values)), prev_hash) != stored_hash:
+            problem = "its hash does not match its contents (the row was edited)"
+        else:
+            prev_hash = stored_hash
+            continue
+        return [{"table": "sql_audit", "row": id, "expected": "the next row of the chain", "found": problem}]
+    return []
