@@ -32,11 +32,14 @@ def overview(conn: sqlite3.Connection, check_chain: bool | None = None) -> dict[
         for project, count in conn.execute(sql):
             projects.setdefault(project, dict.fromkeys(("entities", "observations", "relations", "events", "pending_claims"), 0))
             projects[project][table] = count
-    checkpoints = conn.execute(
-        "SELECT project, ts, summary FROM checkpoints WHERE id IN (SELECT max(id) FROM checkpoints GROUP BY project)"
-    ).fetchall()
-    for project, ts, summary in checkpoints:
-        projects.setdefault(project, {})["latest_checkpoint"] = {"ts": ts, "summary": summary}
+    for project in projects:
+        # the ledger's newest checkpoint event (the truth), not the checkpoints table
+        checkpoint = conn.execute(
+            "SELECT ts, json_extract(new, '$.summary') FROM events WHERE project = ? AND kind = 'checkpoint' ORDER BY id DESC LIMIT 1",
+            [project],
+        ).fetchone()
+        if checkpoint:
+            projects[project]["latest_checkpoint"] = {"ts": checkpoint[0], "summary": checkpoint[1]}
     events = sum(counts.get("events", 0) for counts in projects.values())
     return {
         "projects": [{"project": name, **counts} for name, counts in sorted(projects.items())],

@@ -7,6 +7,8 @@ import pytest
 from fastmcp import Client
 
 from datasette_memory import InvalidInput, Memory
+from datasette_memory.core import timeline
+from datasette_memory.overview import overview
 from mcp_bridge.backends import LocalBackend
 from mcp_bridge.server import create_server
 
@@ -342,3 +344,17 @@ async def test_append_event_refuses_empty_content_and_writes_nothing(server, db_
         assert result.is_error
         assert result.content[0].text.startswith(message)
         assert event_count(db_path) == before == 1
+
+
+def test_the_overview_and_the_ledger_page_show_the_ledgers_checkpoint(db_path):
+    memory = Memory.open(db_path)
+    memory.checkpoint("what really happened")
+    memory.close()
+    tamper(db_path, "DROP TRIGGER checkpoints_refuse_update", "UPDATE checkpoints SET summary = 'forged'")
+    memory = Memory.open(db_path)
+    try:
+        assert overview(memory.conn)["projects"][0]["latest_checkpoint"]["summary"] == "what really happened"
+        entries = timeline.events_page(memory.conn, timeline.filters("default"))["timeline"]
+        assert [e["summary"] for e in entries if e["type"] == "checkpoint"] == ["what really happened"]
+    finally:
+        memory.close()
