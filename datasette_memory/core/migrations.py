@@ -529,6 +529,7 @@ def m009_ledger_truth(db: Database) -> None:
             event_id INTEGER NOT NULL,
             PRIMARY KEY (project, name, event_id)
         ) WITHOUT ROWID;
+        CREATE INDEX memory_event_names_by_event ON memory_event_names (event_id);
         CREATE TRIGGER memory_event_names_insert AFTER INSERT ON events
         BEGIN
             INSERT OR IGNORE INTO memory_event_names (project, name, event_id) {event_names_sql("new", "")};

@@ -7,6 +7,7 @@ the row is missing). Times the ledger does not fix (see :mod:`.replay`) are
 not compared.
 """
 
+import json
 import sqlite3
 from collections.abc import Iterable
 from typing import Any
@@ -27,57 +28,76 @@ CHILD_TABLES = {
 }
 
 
-def live(conn: sqlite3.Connection, projects: Iterable[str] | None = None, names: Iterable[str] | None = None) -> tuple[Replay, dict]:
+def live(conn: sqlite3.Connection, projects: Iterable[str] | None = None, names: Iterable[str] | None = None,
+         governed: bool | None = None) -> tuple[Replay, dict]:
     """
     The tables read into replay's shape, with each row's id.
 
     :param projects: only these projects; None for all
-    :param names: only these entities (and the relations, aliases touching them); None for all
+    :param names: only these entities (and the relations, aliases touching them), read
+        through the indexes; None for all
+    :param governed: read claims, facts and checkpoints too; by default when ``names`` is None
     :return: ``(state, ids)``; ``ids`` maps (table, key) to the row's id, and
         (child table, owner id) to the ids of a claim's or fact's rows in order
     """
     state = Replay()
     ids: dict[tuple[Any, ...], Any] = {}
     only = None if projects is None else set(projects)
-    wanted = None if names is None else set(names)
-
-    def keep(project: str, *entity_names: str) -> bool:
-        return (only is None or project in only) and (wanted is None or any(n in wanted for n in entity_names))
-
+    whole = only is None and names is None
+    where, params = ["1"], []
+    if only is not None:
+        where.append("project IN (SELECT value FROM json_each(?))")
+        params.append(json.dumps(sorted(only)))
+    if names is not None:
+        where.append("name IN (SELECT value FROM json_each(?))")
+        params.append(json.dumps(sorted(set(names))))
     entity_rows = {}
     for id, project, name, entity_type, created_at in conn.execute(
-        "SELECT id, project, name, entity_type, created_at FROM entities ORDER BY id"
+        f"SELECT id, project, name, entity_type, created_at FROM entities WHERE {' AND '.join(where)} ORDER BY id", params
     ):
-        if keep(project, name):
-            state.project(project).entities[name] = Entity(name, entity_type, created_at)
-            entity_rows[id] = (project, name)
-            ids[("entities", project, name)] = id
+        state.project(project).entities[name] = Entity(name, entity_type, created_at)
+        entity_rows[id] = (project, name)
+        ids[("entities", project, name)] = id
+    owned = "1" if whole else "entity_id IN (SELECT value FROM json_each(?))"
+    owners = [] if whole else [json.dumps(list(entity_rows))]
     for id, entity_id, content, created_at in conn.execute(
-        "SELECT id, entity_id, content, created_at FROM observations ORDER BY id"
+        f"SELECT id, entity_id, content, created_at FROM observations WHERE {owned} ORDER BY id", owners
     ):
         if entity_id in entity_rows:
             project, name = entity_rows[entity_id]
             state.project(project).entities[name].observations.append([content, created_at])
             ids[("observations", project, name, content)] = id
-        elif only is None and wanted is None:
+        else:
             ids[("orphan", "observations", id)] = {"entity_id": entity_id, "content": content}
-    for id, project, source, target, relation_type, created_at in conn.execute(
-        "SELECT id, project, from_entity, to_entity, relation_type, created_at FROM relations ORDER BY id"
-    ):
-        if keep(project, source, target):
-            state.project(project).relations[(source, target, relation_type)] = created_at
-            ids[("relations", project, source, target, relation_type)] = id
+    for id, project, source, target, relation_type, created_at in relation_rows(conn, only, names):
+        state.project(project).relations[(source, target, relation_type)] = created_at
+        ids[("relations", project, source, target, relation_type)] = id
     for id, project, alias, entity_id, created_at in conn.execute(
-        "SELECT id, project, alias, entity_id, created_at FROM memory_aliases ORDER BY id"
+        f"SELECT id, project, alias, entity_id, created_at FROM memory_aliases WHERE {owned} ORDER BY id", owners
     ):
         if entity_id in entity_rows:
             state.project(project).aliases[alias] = [entity_rows[entity_id][1], created_at]
             ids[("memory_aliases", project, alias)] = id
-        elif only is None and wanted is None:
+        elif whole or project in (only or ()):
             ids[("orphan", "memory_aliases", id)] = {"project": project, "alias": alias, "entity_id": entity_id}
-    if names is None:
+    if governed if governed is not None else names is None:
         read_governed(conn, state, only, ids)
     return state, ids
+
+
+def relation_rows(conn: sqlite3.Connection, only: set[str] | None, names: Iterable[str] | None) -> list[tuple[Any, ...]]:
+    "Relations of the projects ``only`` (all if None) with an end in ``names`` (any if None), through the indexes."
+    columns = "id, project, from_entity, to_entity, relation_type, created_at"
+    in_projects = "1" if only is None else "project IN (SELECT value FROM json_each(:projects))"
+    params = {"projects": json.dumps(sorted(only or ())), "names": json.dumps(sorted(set(names or ())))}
+    if names is None:
+        return conn.execute(f"SELECT {columns} FROM relations WHERE {in_projects} ORDER BY id", params).fetchall()
+    return conn.execute(
+        f"SELECT {columns} FROM relations WHERE id IN ("
+        f"SELECT id FROM relations WHERE {in_projects} AND from_entity IN (SELECT value FROM json_each(:names)) UNION "
+        f"SELECT id FROM relations WHERE {in_projects} AND to_entity IN (SELECT value FROM json_each(:names))) ORDER BY id",
+        params,
+    ).fetchall()
 
 
 def read_governed(conn: sqlite3.Connection, state: Replay, only: set[str] | None, ids: dict) -> None:

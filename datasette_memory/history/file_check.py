@@ -428,7 +428,7 @@ def replay_since(conn: sqlite3.Connection, anchor: int, check: Check) -> None:
             "SELECT event_id FROM memory_event_names WHERE project = ? AND name IN (SELECT value FROM json_each(?))",
             [project, json.dumps(sorted(touched))],
         )])
-        found, ids = live(conn, [project])
+        found, ids = live(conn, [project], names=[], governed=True)
         restrict_governed(expected.project(project), found.project(project), touched)
         check.problems += anomalies(expected.anomalies) + differences(expected, found, ids, governed=True)
     checkpoint_rows(conn, anchor, check)
@@ -476,7 +476,7 @@ def checkpoint_rows(conn: sqlite3.Connection, anchor: int, check: Check) -> None
 
 def event_index(conn: sqlite3.Connection, check: Check, after: int = 0) -> None:
     "``memory_event_names`` holds exactly the names the events touch."
-    expected = f"SELECT * FROM ({event_names_sql('e', 'FROM events e')}) WHERE event_id > {int(after)}"
+    expected = f"SELECT * FROM ({event_names_sql('e', f'FROM (SELECT * FROM events WHERE id > {int(after)}) e')})"
     found = f"SELECT project, name, event_id FROM memory_event_names WHERE event_id > {int(after)}"
     for side, query in (("missing", f"{expected} EXCEPT {found}"), ("extra", f"{found} EXCEPT {expected}")):
         for project, name, event_id in conn.execute(f"{query} LIMIT {MAX_LISTED}"):
