@@ -22,7 +22,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from .config import Config
-from .core import checkpoints, ledger
+from .core import checkpoints, ledger, witness
 from .core.database import connect, rehearsal
 from .core.errors import InvalidInput
 from .core.ledger import Caller, ChainStatus
@@ -95,6 +95,8 @@ class Memory:
         return self.scope.allow_secrets
 
     def close(self) -> None:
+        "Close the file, once the head witness holds what this process wrote."
+        witness.flush()
         self.conn.close()
 
     def rehearse(self, act: Callable[["Memory"], T]) -> T:

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Protocol, TypeVar
 
 from datasette_memory import Config, Memory
+from datasette_memory.core import witness
 from datasette_memory.core.database import connect
 from datasette_memory.sqltools import SqlTools
 
@@ -81,4 +82,5 @@ class LocalBackend:
         return await run_sql(function, self.path, project, self.caller(), self.config)
 
     def close(self) -> None:
+        witness.flush()
         self.conn.close()

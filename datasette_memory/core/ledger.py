@@ -133,7 +133,7 @@ def append_event(
         [event[c] for c in columns],
     )
     event["id"] = cursor.lastrowid
-    witness.appended(conn)
+    witness.appended(conn, "events", event["id"], event["hash"], machine)
     return event
 
 

@@ -3,7 +3,10 @@
 After every commit that appended events or SQL audit rows, both heads (the
 newest event's id and hash, the newest audit row's id and hash) are written to
 a small side file beside the memory file (``memory.db`` →
-``memory.db.head.json``), atomically (a temporary file renamed over it).
+``memory.db.head.json``), atomically (a temporary file renamed over it), by a
+background thread a moment after the commit returns (at most one write per
+file every 10 ms, so a stream of small commits shares writes; :func:`flush`
+waits for it, and runs at exit).
 Someone who rewrites the database file alone, say deleting the newest events
 or audit rows with the triggers dropped, cannot rewind the witness with it;
 ``verify`` then reports a log shorter than, or diverging from, what the witness
@@ -16,11 +19,14 @@ without fsync) only makes ``verify`` report less, never a false break: a
 witness behind the head is normal.
 """
 
+import atexit
 import contextlib
 import json
 import os
 import pathlib
 import sqlite3
+import threading
+import time
 from typing import Any
 
 GENESIS_HASH = "0" * 64  # as the ledger's (which imports this module)
@@ -28,27 +34,67 @@ GENESIS_HASH = "0" * 64  # as the ledger's (which imports this module)
 SUFFIX = ".head.json"
 FORMAT = 1
 
-# Connections (by id) that appended to a log in their open transaction, with the logs
-_appended: dict[int, set[str]] = {}
+# Connections (by id) that appended to a log in their open transaction: the
+# newest row each appended ({heads}), and the file's machine id if it appended an event
+_appended: dict[int, tuple[dict[str, Any], str | None]] = {}
+# Heads waiting for the writer thread: file path -> (heads, machine or None)
+_pending: dict[str, tuple[dict[str, Any], str | None]] = {}
+_pending_changed = threading.Condition()
+_writing = 0
+_writer: threading.Thread | None = None
+# the writer's pause between two writes, so a stream of small commits shares
+# one write per pause instead of one each
+PAUSE_SECONDS = 0.01
 # log table -> (the witness's keys for its head id and hash, what a row is called)
 LOGS = {"events": ("event_id", "hash", "event"), "sql_audit": ("audit_row", "audit_hash", "row")}
 
 
-def appended(conn: sqlite3.Connection, log: str = "events") -> None:
-    "Note that ``conn`` appended to ``log`` (``events`` or ``sql_audit``) in its open transaction."
-    _appended.setdefault(id(conn), set()).add(log)
+def appended(conn: sqlite3.Connection, log: str, row_id: int, row_hash: str, machine: str | None = None) -> None:
+    """
+    Note that ``conn`` appended row ``row_id`` (hash ``row_hash``) to ``log``
+    (``events`` or ``sql_audit``) in its open transaction.
+
+    :param machine: the file's machine id (an event carries it)
+    """
+    heads, known = _appended.get(id(conn), ({}, None))
+    id_key, hash_key, _ = LOGS[log]
+    heads.update({id_key: row_id, hash_key: row_hash})
+    _appended[id(conn)] = (heads, machine or known)
 
 
 def committed(conn: sqlite3.Connection) -> None:
     """
-    After ``conn`` committed: record the heads if it appended to a log. Audit
-    rows alone move a witness on but do not start one: a file's witness starts
-    with its first event.
+    After ``conn`` committed: hand the heads it appended to the writer thread,
+    which writes them to the witness in the background (the newest heads of each
+    file, so a burst of commits costs one write); :func:`flush` waits for it.
+    Audit rows alone move a witness on but do not start one: a file's witness
+    starts with its first event.
     """
-    logs = _appended.pop(id(conn), set())
+    appended_heads = _appended.pop(id(conn), None)
+    if appended_heads is None:
+        return
     path = database_path(conn)
-    if "events" in logs or (logs and path and read(path) is not None):
-        record(conn)
+    if not path:
+        return
+    heads, machine = appended_heads
+    global _writer
+    with _pending_changed:
+        waiting_heads, waiting_machine = _pending.get(path, ({}, None))
+        _pending[path] = (newest(waiting_heads, heads), machine or waiting_machine)
+        if _writer is None or not _writer.is_alive():
+            _writer = threading.Thread(target=write_pending, name="datasette-memory witness", daemon=True)
+            _writer.start()
+        _pending_changed.notify_all()
+
+
+def newest(*all_heads: dict[str, Any]) -> dict[str, Any]:
+    "For each log, the newest head among ``all_heads`` (each a witness or part of one)."
+    merged: dict[str, Any] = {}
+    for heads in all_heads:
+        for id_key, hash_key, _ in LOGS.values():
+            if isinstance(heads.get(id_key), int) and heads[id_key] >= merged.get(id_key, -1):
+                merged[id_key], merged[hash_key] = heads[id_key], heads.get(hash_key)
+    return merged
 
 
 def rolled_back(conn: sqlite3.Connection) -> None:
@@ -82,47 +128,60 @@ def read(memory_path: str | pathlib.Path) -> dict[str, Any] | None:
     return witness
 
 
-def heads(conn: sqlite3.Connection) -> dict[str, Any]:
-    """
-    The newest event's and audit row's ids and hashes, under the witness's keys
-    (id 0 for an empty log); no audit keys for a file whose audit log is not
-    chained yet (written by code before migration m009).
-    """
-    found: dict[str, Any] = {}
-    for table, (id_key, hash_key, _) in LOGS.items():
+def write_pending() -> None:
+    "The writer thread: write each file's newest heads, then pause, for as long as the process runs."
+    global _writing
+    while True:
+        with _pending_changed:
+            while not _pending:
+                _pending_changed.wait()
+            path, (heads, machine) = _pending.popitem()
+            _writing += 1
         try:
-            row = conn.execute(f"SELECT id, hash FROM {table} ORDER BY id DESC LIMIT 1").fetchone()
-        except sqlite3.OperationalError:
-            continue
-        found[id_key], found[hash_key] = row if row else (0, GENESIS_HASH)
-    return found
+            write(path, heads, machine)
+        finally:
+            with _pending_changed:
+                _writing -= 1
+                _pending_changed.notify_all()
+        time.sleep(PAUSE_SECONDS)
 
 
-def record(conn: sqlite3.Connection) -> None:
+def flush(timeout: float | None = 10.0) -> bool:
     """
-    Write the heads of ``conn``'s file to its witness, unless the witness
-    already saw them (another process wrote it meanwhile).
+    Wait until every head handed to the writer thread is written.
 
-    :param conn: a connection with no write transaction open
+    :return: False if ``timeout`` seconds passed first
     """
-    path = database_path(conn)
-    if not path:
-        return
-    now = heads(conn)
+    with _pending_changed:
+        return _pending_changed.wait_for(lambda: not _pending and not _writing, timeout)
+
+
+def write(path: str, heads: dict[str, Any], machine: str | None) -> None:
+    """
+    Merge ``heads`` into the witness of the file at ``path`` and write it
+    atomically (a temporary file renamed over it): each log keeps the newer
+    head (another process may have written a newer one meanwhile). Without a
+    witness yet, only an event's heads (which carry the machine id) start one.
+    """
     seen = read(path)
-    if seen is not None and all(seen.get(id_key, 0) >= now.get(id_key, 0) for id_key, _, _ in LOGS.values()):
+    if seen is None and machine is None:
         return
-    machine = conn.execute("SELECT value FROM memory_meta WHERE key = 'machine_id'").fetchone()[0]
+    merged = newest(seen or {}, heads)
+    if seen is not None and all(merged.get(key) == seen.get(key) for key in merged):
+        return
     target = witness_path(path)
     temporary = target.with_name(f"{target.name}.{os.getpid()}.tmp")
     try:
-        temporary.write_text(json.dumps({"format": FORMAT, "machine": machine, **now}))
+        temporary.write_text(json.dumps({"format": FORMAT, "machine": (seen or {}).get("machine", machine), **merged}))
         os.replace(temporary, target)
     except OSError:
         # A folder that cannot take the side file (read-only, full) loses the
         # witness, not the write: verify then reports a witness behind the head
         with contextlib.suppress(OSError):  # a read-only file system refuses the unlink too
             temporary.unlink(missing_ok=True)
+
+
+atexit.register(flush)
 
 
 def check(conn: sqlite3.Connection, memory_path: str | pathlib.Path) -> dict[str, Any]:

@@ -141,6 +141,7 @@ def verify_file(path: str | pathlib.Path, since_checkpoint: bool = False) -> dic
     :raises CannotVerify: if the file cannot be checked at all
     """
     path = pathlib.Path(path)
+    witness.flush()  # what this process wrote is witnessed before it is checked
     conn = open_read_only(path)
     try:
         record = verified_record(conn, path) if since_checkpoint else None

@@ -18,7 +18,7 @@ from typing import Any
 
 from ..core import witness
 from ..core.clock import now
-from ..core.database import configure, write_transaction
+from ..core.database import configure, inserted_id, write_transaction
 from ..core.ledger import GENESIS_HASH, Caller, chained_hash
 from ..core.migrations import AUDIT_HASHED
 
@@ -115,10 +115,10 @@ def append_audit_row(conn: sqlite3.Connection, row: dict[str, Any]) -> None:
     newest = conn.execute("SELECT hash FROM sql_audit ORDER BY id DESC LIMIT 1").fetchone()
     prev_hash = newest[0] if newest else GENESIS_HASH
     chained = {**row, "prev_hash": prev_hash, "hash": chained_hash(row, prev_hash)}
-    conn.execute(
+    cursor = conn.execute(
         f"INSERT INTO sql_audit ({', '.join(chained)}) VALUES ({', '.join(':' + k for k in chained)})", chained
     )
-    witness.appended(conn, "sql_audit")
+    witness.appended(conn, "sql_audit", inserted_id(cursor), chained["hash"])
 
 
 def audit_chain_problems(conn: sqlite3.Connection, after: tuple[int, str] = (0, GENESIS_HASH)) -> list[dict[str, Any]]:
