@@ -312,7 +312,7 @@ class Memory:
         :param entity: an entity's name: its observations and relations, each with the events that made it
         :param claim: a claim's id: who proposed it, on what evidence, its reviews
         :param fact: a fact's id: who recorded it and why, the claim and evidence approved, its validity changes
-        :param budget: most bytes of an entity's provenance, 1,000 to 200,000
+        :param budget: most bytes of the result, 1,000 to 200,000
         """
         given = [name for name, value in (("entity", entity), ("claim", claim), ("fact", fact)) if value is not None]
         if len(given) != 1:
@@ -320,8 +320,8 @@ class Memory:
         if entity is not None:
             return provenance.entity_provenance(self.conn, self.project, check_name(entity, "entity"), budget)
         if claim is not None:
-            return provenance.claim_provenance(self.conn, self.project, claim)
-        return provenance.fact_provenance(self.conn, self.project, fact)
+            return provenance.budgeted(provenance.claim_provenance(self.conn, self.project, claim), budget)
+        return provenance.budgeted(provenance.fact_provenance(self.conn, self.project, fact), budget)
 
     def check_replay(self) -> dict[str, Any]:
         """

@@ -36,7 +36,7 @@ async def get_provenance(
     entity: Annotated[str | None, Field(description="An entity: its observations and relations, each with the events that made it")] = None,
     claim: Annotated[int | None, Field(description="A claim's id: who proposed it, on what evidence, and its reviews")] = None,
     fact: Annotated[int | None, Field(description="A fact's id: who recorded it and why, the claim and evidence approved, validity changes")] = None,
-    budget: Annotated[int, Field(description="Most bytes for an entity's provenance, 1000 to 200000")] = PROVENANCE_BUDGET,
+    budget: Annotated[int, Field(description="Most bytes of the result, 1000 to 200000")] = PROVENANCE_BUDGET,
     project: Project = None,
 ) -> ToolResult:
     """

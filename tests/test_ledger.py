@@ -14,11 +14,11 @@ def ledger_file(db_path):
     return db_path
 
 
-def tamper(path, *statements):
-    "Edit the ledger the way a process with file access could: triggers dropped first."
+def tamper(path, *statements, table="events"):
+    "Edit ``table`` (the ledger by default) the way a process with file access could: its triggers dropped first."
     conn = sqlite3.connect(path)
-    conn.execute("DROP TRIGGER events_refuse_update")
-    conn.execute("DROP TRIGGER events_refuse_delete")
+    conn.execute(f"DROP TRIGGER {table}_refuse_update")
+    conn.execute(f"DROP TRIGGER {table}_refuse_delete")
     for statement in statements:
         conn.execute(statement)
     conn.commit()

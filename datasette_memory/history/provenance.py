@@ -124,24 +124,45 @@ class Origins:
             self.observation.pop((name, content), None)
 
 
-def within_budget(result: dict[str, Any], budget: int) -> dict[str, Any]:
+def within_budget(result: dict[str, Any], budget: int, lists: tuple[str, ...] = ("history", "observations", "relations")) -> dict[str, Any]:
     """
-    Cut ``result`` to ``budget`` bytes: the entity's history keeps its first
-    event (the creation) and its newest ones; observations and relations keep
-    their first ones. Says what was left out.
+    Cut ``result`` to ``budget`` bytes by shortening its ``lists``, the longest
+    first: a history or events list keeps its first item (the creation) and its
+    newest ones; the others keep their first ones. Says what was left out.
     """
-    full = {key: len(result[key]) for key in ("observations", "relations", "history")}
+    full = {key: len(result[key]) for key in lists}
     while size(result) > budget:
-        longest = max(("history", "observations", "relations"), key=lambda key: size(result[key]) if result[key] else -1)
+        longest = max(lists, key=lambda key: size(result[key]) if result[key] else -1)
         if not result[longest]:
             break
         items = result[longest]
-        result[longest] = items[:1] + items[2:] if longest == "history" and len(items) > 1 else items[:-1]
+        result[longest] = items[:1] + items[2:] if longest in ("history", "events") and len(items) > 1 else items[:-1]
     result["accounting"] = {
         "budget": budget,
         "bytes": size(result),
         "left_out_by_budget": {key: full[key] - len(result[key]) for key in full},
     }
+    return result
+
+
+def budgeted(result: dict[str, Any], budget: Any) -> dict[str, Any]:
+    """
+    A claim's or fact's provenance (from :func:`claim_provenance` or
+    :func:`fact_provenance`) cut to ``budget`` bytes, for an agent; a fact's
+    claim gets half the budget.
+    """
+    budget = check_limit(budget, "budget", 1_000, 200_000)
+    claim_lists = ("events", "evidence", "reviews")
+    if "fact" not in result:
+        return within_budget(result, budget, claim_lists)
+    claim = result["claim"]
+    if claim is not None:
+        result["claim"] = within_budget(claim, budget // 2, claim_lists)
+    result = within_budget(result, budget, ("events", "validity"))
+    if claim is not None and size(result) > budget:
+        # the fact's own lists are cut to the bone: the claim gets whatever room is left
+        result["claim"] = within_budget(result["claim"], max(0, budget - (size(result) - size(result["claim"]))), claim_lists)
+        result["accounting"]["bytes"] = size(result)
     return result
 
 
