@@ -12,6 +12,7 @@ import json
 import sqlite3
 from typing import Any
 
+from .budget import json_bytes
 from .errors import InvalidInput
 from .ledger import EVENT_COLUMNS, GENESIS_HASH, Caller, append_event, event_dict, event_problem, head
 
@@ -205,11 +206,6 @@ def first_problem(conn: sqlite3.Connection, first_id: int, last_id: int) -> tupl
     return None, None
 
 
-def json_size(value: Any) -> int:
-    "Bytes of ``value``'s JSON, in UTF-8."
-    return len(json.dumps(value, ensure_ascii=False).encode("utf-8"))
-
-
 def with_events(context: dict[str, Any], newest: list[dict[str, Any]], count: int) -> dict[str, Any]:
     """
     ``context`` holding the newest ``count`` of ``newest``, oldest first, counted in its
@@ -221,7 +217,7 @@ def with_events(context: dict[str, Any], newest: list[dict[str, Any]], count: in
     """
     accounting = {**context["accounting"], "returned": count, "left_out_by_budget": len(newest) - count}
     result = {**context, "events": newest[:count][::-1], "accounting": accounting}
-    while (size := json_size(result)) != accounting["bytes"]:  # settles once its own digits are counted
+    while (size := json_bytes(result)) != accounting["bytes"]:  # settles once its own digits are counted
         accounting["bytes"] = size
     return result
 
@@ -279,7 +275,7 @@ def with_newest_that_fit(context: dict[str, Any], newest: list[dict[str, Any]], 
         )
     room, count = budget - empty, 0
     for event in newest:
-        room -= json_size(event) + (2 if count else 0)  # ", " between events
+        room -= json_bytes(event) + (2 if count else 0)  # ", " between events
         if room < 0:
             break
         count += 1

@@ -6,9 +6,10 @@ are listed entities first, then relations, aliases, claims and facts, within a
 byte budget that says what it left out, like search.
 """
 
-import json
+from collections import Counter
 from typing import Any
 
+from ..core.budget import leading_within
 from ..core.validation import check_limit
 from .replay import Project
 
@@ -66,24 +67,14 @@ def memory_diff(before: Project, after: Project, moments: tuple[dict, dict], bud
     """
     budget = check_limit(budget, "budget", 1_000, 200_000)
     found = changes(before, after)
-    counts: dict[str, int] = {}
-    for item in found:
-        counts[item["change"]] = counts.get(item["change"], 0) + 1
-    included, used = [], 0
-    for item in found:
-        size = len(json.dumps(item, ensure_ascii=False).encode("utf-8")) + 2
-        if used + size > budget:
-            break
-        included.append(item)
-        used += size
-    left_out: dict[str, int] = {}
-    for item in found[len(included):]:
-        left_out[item["change"]] = left_out.get(item["change"], 0) + 1
+    counts = Counter(item["change"] for item in found)
+    included, used = leading_within(found, budget, separator=2)  # ", " between changes
+    left_out = Counter(item["change"] for item in found[len(included):])
     return {
         "from": {k: moments[0][k] for k in ("event_id", "ts", "asked")},
         "to": {k: moments[1][k] for k in ("event_id", "ts", "asked")},
         "changes": included,
-        "counts": counts,
+        "counts": dict(counts),
         "accounting": {"changes": len(found), "returned": len(included), "left_out_by_budget": len(found) - len(included),
-                       "left_out": left_out, "bytes": used, "budget": budget},
+                       "left_out": dict(left_out), "bytes": used, "budget": budget},
     }

@@ -12,6 +12,7 @@ import json
 import sqlite3
 from typing import Any
 
+from ..core.budget import json_bytes
 from ..core.errors import NotFound
 from ..core.validation import check_limit
 from ..governed.claims import claim_dict, load_claim
@@ -131,15 +132,15 @@ def within_budget(result: dict[str, Any], budget: int, lists: tuple[str, ...] = 
     newest ones; the others keep their first ones. Says what was left out.
     """
     full = {key: len(result[key]) for key in lists}
-    while size(result) > budget:
-        longest = max(lists, key=lambda key: size(result[key]) if result[key] else -1)
+    while json_bytes(result) > budget:
+        longest = max(lists, key=lambda key: json_bytes(result[key]) if result[key] else -1)
         if not result[longest]:
             break
         items = result[longest]
         result[longest] = items[:1] + items[2:] if longest in ("history", "events") and len(items) > 1 else items[:-1]
     result["accounting"] = {
         "budget": budget,
-        "bytes": size(result),
+        "bytes": json_bytes(result),
         "left_out_by_budget": {key: full[key] - len(result[key]) for key in full},
     }
     return result
@@ -159,15 +160,11 @@ def budgeted(result: dict[str, Any], budget: Any) -> dict[str, Any]:
     if claim is not None:
         result["claim"] = within_budget(claim, budget // 2, claim_lists)
     result = within_budget(result, budget, ("events", "validity"))
-    if claim is not None and size(result) > budget:
+    if claim is not None and json_bytes(result) > budget:
         # the fact's own lists are cut to the bone: the claim gets whatever room is left
-        result["claim"] = within_budget(result["claim"], max(0, budget - (size(result) - size(result["claim"]))), claim_lists)
-        result["accounting"]["bytes"] = size(result)
+        result["claim"] = within_budget(result["claim"], max(0, budget - (json_bytes(result) - json_bytes(result["claim"]))), claim_lists)
+        result["accounting"]["bytes"] = json_bytes(result)
     return result
-
-
-def size(value: Any) -> int:
-    return len(json.dumps(value, ensure_ascii=False).encode("utf-8"))
 
 
 def target_events(conn: sqlite3.Connection, project: str, target: str) -> list[dict[str, Any]]:

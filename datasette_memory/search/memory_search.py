@@ -1,9 +1,9 @@
 """``search_memory``: ranked search with reasons, within a byte budget, with an accounting of what was left out."""
 
-import json
 import sqlite3
 from typing import Any
 
+from ..core.budget import leading_within
 from ..core.validation import check_limit, check_text
 from ..vectors.background import index_lag
 from .candidates import Candidate
@@ -30,17 +30,6 @@ def match_results(conn: sqlite3.Connection, candidates: list[Candidate]) -> list
         }
         for c in candidates
     ]
-
-
-def within_budget(results: list[dict[str, Any]], budget: int) -> tuple[list[dict[str, Any]], int]:
-    "The leading results whose JSON fits in ``budget`` bytes, and the bytes used."
-    used = 0
-    for i, result in enumerate(results):
-        size = len(json.dumps(result, ensure_ascii=False).encode("utf-8"))
-        if used + size > budget:
-            return results[:i], used
-        used += size
-    return results, used
 
 
 def search_memory(
@@ -76,7 +65,7 @@ def search_memory(
     results = match_results(conn, found[:limit])
     if expand:
         results += neighbour_results(conn, project, results, limit)
-    included, used = within_budget(results, budget)
+    included, used = leading_within(results, budget)
     lag = index_lag(conn) if settings.semantic_on() else None
     return {
         "query": query,
