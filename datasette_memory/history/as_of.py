@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 from ..core.clock import parse_time
 from ..core.database import configure, migrate
 from ..core.errors import InvalidInput
-from ..core.ledger import EVENT_COLUMNS
+from ..core.ledger import EVENT_COLUMNS, machine_id
 from ..graph.parsing import parse_names
 from ..search import memory_search, nodes
 from ..search.settings import SearchSettings
@@ -140,7 +140,7 @@ _loading = threading.Lock()
 
 def with_loaded(conn: sqlite3.Connection, event_id: int, read: Callable[[sqlite3.Connection], T]) -> T:
     "``read`` run on memory just after event ``event_id``, loaded in memory (or kept from the last search)."
-    machine = conn.execute("SELECT value FROM memory_meta WHERE key = 'machine_id'").fetchone()[0]
+    machine = machine_id(conn)
     event_hash = conn.execute("SELECT hash FROM events WHERE id = ?", [event_id]).fetchone()
     key = (machine, event_id, event_hash)
     with _loading:

@@ -28,12 +28,12 @@ from sqlite_utils import Database
 from ..core import witness
 from ..core.clock import now
 from ..core.database import unknown_migrations
-from ..core.ledger import EVENT_COLUMNS, GENESIS_HASH, event_problem, verify_chain
+from ..core.ledger import EVENT_COLUMNS, GENESIS_HASH, event_problem, machine_id, verify_chain
 from ..core.migrations import event_names_sql, migrations
 from ..sqltools.audit_log import audit_chain_problems
 from . import compare
-from .compare import CHECKPOINT_COLUMNS, anomalies, differences, live
-from .replay import replay
+from .compare import CHECKPOINT_COLUMNS, anomalies, checkpoint_differences, differences, live
+from .replay import Replay, replay
 from .touching import events_shaping, governed_touched_since, names_touched_since
 
 VERIFIED_SUFFIX = ".verified.json"
@@ -455,24 +455,16 @@ def restrict_governed(expected: Any, found: Any, targets: set[str]) -> None:
 
 
 def checkpoint_rows(conn: sqlite3.Connection, anchor: int, check: Check) -> None:
-    "The checkpoints since ``anchor`` (and the anchor's own) against their events: one row for each, holding what it holds."
-    events = {row[0]: row[1:] for row in conn.execute(
-        "SELECT id, project, ts, actor, session, json_extract(new, '$.summary'), id, hash FROM events "
-        "WHERE kind = 'checkpoint' AND id >= ?", [anchor],
-    )}
-    rows: dict[int, list[tuple[Any, ...]]] = {}
-    for row in conn.execute(f"SELECT id, {', '.join(CHECKPOINT_COLUMNS)} FROM checkpoints WHERE head_event_id >= ? ORDER BY id", [anchor]):
-        rows.setdefault(row[6], []).append(row)
-    for event_id, expected in events.items():
-        anchored = rows.pop(event_id, [])
-        row = anchored.pop(0) if anchored else None
-        if row is None or tuple(row[1:]) != expected:
-            check.problems.append({"table": "checkpoints", "row": row[0] if row else {"event": event_id},
-                                   "expected": dict(zip(CHECKPOINT_COLUMNS, expected)),
-                                   "found": None if row is None else dict(zip(CHECKPOINT_COLUMNS, row[1:]))})
-        rows.setdefault(event_id, []).extend(anchored)  # a second row for one event is one no event made
-    for extra in (row for extras in rows.values() for row in extras):
-        check.problems.append({"table": "checkpoints", "row": extra[0], "expected": None, "found": dict(zip(CHECKPOINT_COLUMNS, extra[1:]))})
+    "The checkpoints since ``anchor`` (and the anchor's own) against their events, compared as the full check compares them."
+    events = [row[0] for row in conn.execute("SELECT id FROM events WHERE kind = 'checkpoint' AND id >= ?", [anchor])]
+    expected, found = replay(conn, event_ids=events), Replay()
+    for id, *values in conn.execute(
+        f"SELECT id, {', '.join(CHECKPOINT_COLUMNS)} FROM checkpoints WHERE head_event_id >= ? ORDER BY id", [anchor]
+    ):
+        checkpoint = dict(zip(CHECKPOINT_COLUMNS, values), id=id)
+        found.project(checkpoint["project"]).checkpoints.append(checkpoint)
+    for project in sorted(set(expected.projects) | set(found.projects)):
+        check.problems += checkpoint_differences(expected.project(project), found.project(project))
 
 
 def event_index(conn: sqlite3.Connection, check: Check, after: int = 0) -> None:
@@ -498,7 +490,7 @@ def verified_record(conn: sqlite3.Connection, path: pathlib.Path) -> dict[str, A
         record = json.loads(verified_path(path).read_text())
     except (OSError, ValueError):
         return None
-    machine = conn.execute("SELECT value FROM memory_meta WHERE key = 'machine_id'").fetchone()[0]
+    machine = machine_id(conn)
     if not isinstance(record, dict) or record.get("machine") != machine or not isinstance(record.get("anchor_event"), int):
         return None
     return record
@@ -515,7 +507,7 @@ def remember(conn: sqlite3.Connection, path: pathlib.Path, head: tuple[int, str]
         "SELECT id, hash FROM events WHERE kind = 'checkpoint' AND id <= ? ORDER BY id DESC LIMIT 1", [head[0]]
     ).fetchone() or head
     audit = conn.execute("SELECT id, hash FROM sql_audit ORDER BY id DESC LIMIT 1").fetchone() or (0, GENESIS_HASH)
-    machine = conn.execute("SELECT value FROM memory_meta WHERE key = 'machine_id'").fetchone()[0]
+    machine = machine_id(conn)
     record = {"machine": machine, "anchor_event": anchor[0], "anchor_hash": anchor[1], "head_event": head[0],
               "head_hash": head[1], "audit_row": audit[0], "audit_hash": audit[1], "verified_at": now()}
     target = verified_path(path)
