@@ -1,19 +1,26 @@
 """Where a bridge's calls run: core calls (``call``) and SQL tool calls (``sql``), for the caller.
 
-:class:`LocalBackend` is the stdio server's: one connection of its own. The
-Datasette plugin has its own backend for MCP over HTTP, calling through
-Datasette's connections; both run the SQL tools with :func:`run_sql`.
+:class:`LocalBackend` is the stdio server's. Every call runs in a thread, off
+the event loop, so a slow call holds up no other: writes one at a time on one
+write connection (SQLite has one writer), reads each on a read connection of
+its own (the file is in WAL mode), so a read waits neither for another read nor
+for a write. The Datasette plugin has its own backend for MCP over HTTP, which
+does the same with Datasette's read connections and write thread; both run the
+SQL tools with :func:`run_sql`.
 """
 
 import asyncio
 import pathlib
+import queue
+import sqlite3
 import uuid
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Protocol, TypeVar
 
 from datasette_memory import Config, Memory
 from datasette_memory.core import witness
-from datasette_memory.core.database import connect
+from datasette_memory.core.database import connect, read_connection, read_transaction
 from datasette_memory.sqltools import SqlTools
 
 T = TypeVar("T")
@@ -53,7 +60,8 @@ async def run_sql(function: Callable[[SqlTools], T], path: str | pathlib.Path, p
 
 class LocalBackend:
     """
-    One connection to a memory file, for a bridge serving one agent over stdio.
+    A memory file served to one agent over stdio: calls run in threads, writes
+    one at a time on the write connection ``conn``, reads on read connections.
 
     :param path: the memory file
     :param actor: who every call is recorded as
@@ -68,19 +76,58 @@ class LocalBackend:
         self.session = uuid.uuid4().hex[:12]
         self.allow_secrets = allow_secrets
         self.config = config or Config()
+        # one thread for writes: they queue here, never in the threads reads run in
+        self.writes = ThreadPoolExecutor(max_workers=1, thread_name_prefix="datasette-memory writes")
+        self.readers: list[sqlite3.Connection] = []  # every read connection opened, for close()
+        self.idle_readers: queue.SimpleQueue[sqlite3.Connection] = queue.SimpleQueue()
 
     def caller(self) -> tuple[str, str | None]:
         "Who is calling: ``(actor, session)``."
         return self.actor, self.session
 
     async def call(self, function: Callable[[Memory], T], project: str, write: bool = False) -> T:
-        "Run ``function(memory)``; :class:`Memory` makes each write one transaction."
-        return function(Memory(self.conn, project, self.actor, self.session, self.allow_secrets, self.config))
+        """
+        Run ``function(memory)`` in a thread: a write after the writes before it,
+        as one transaction (:class:`Memory` makes it); a read at once, on a read
+        connection that refuses writes.
+        """
+        if write:
+            return await asyncio.get_running_loop().run_in_executor(self.writes, self.run_write, function, project)
+        return await asyncio.to_thread(self.run_read, function, project)
 
     async def sql(self, function: Callable[[SqlTools], T], project: str) -> T:
         "Run ``function(sql_tools)`` off the event loop."
         return await run_sql(function, self.path, project, self.caller(), self.config)
 
+    def memory(self, conn: sqlite3.Connection, project: str) -> Memory:
+        return Memory(conn, project, self.actor, self.session, self.allow_secrets, self.config)
+
+    def run_write(self, function: Callable[[Memory], T], project: str) -> T:
+        return function(self.memory(self.conn, project))
+
+    def run_read(self, function: Callable[[Memory], T], project: str) -> T:
+        # taken and given back in this thread: a read whose caller gave up still owns its connection until it ends
+        conn = self.reader()
+        try:
+            with read_transaction(conn):
+                return function(self.memory(conn, project))
+        finally:
+            self.idle_readers.put(conn)
+
+    def reader(self) -> sqlite3.Connection:
+        "An idle read connection, or a new one: two reads in flight never share one."
+        try:
+            return self.idle_readers.get_nowait()
+        except queue.Empty:
+            conn = read_connection(self.path)  # a call marked as a read cannot write
+            self.readers.append(conn)
+            return conn
+
     def close(self) -> None:
+        "Finish the writes asked for, then close every connection; call it once no read is in flight."
+        self.writes.shutdown()
         witness.flush()
+        for conn in self.readers:
+            conn.close()
         self.conn.close()
+

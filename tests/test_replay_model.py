@@ -99,7 +99,7 @@ class LedgerReplay(RuleBasedStateMachine):
     def teardown(self):
         self.datasette.close()
         self.loop.close()
-        BACKEND.target.conn.close()
+        BACKEND.target.close()
         self.memory.close()
         self.dir.cleanup()
 

@@ -27,7 +27,7 @@ async def client(db_path):
     backend = LocalBackend(db_path, actor="claude")
     async with Client(create_server(backend, project="alpha")) as client:
         yield client
-    backend.conn.close()
+    backend.close()
 
 
 def audit(db_path):

@@ -27,4 +27,7 @@ def mcp(db_path: pathlib.Path | None, project: str | None, actor: str, allow_sec
         server = create_server(backend, project=project)
     except MemoryStoreError as e:
         raise click.ClickException(f"{path}: {e}")
-    server.run(show_banner=False, log_level="WARNING")
+    try:
+        server.run(show_banner=False, log_level="WARNING")
+    finally:
+        backend.close()

@@ -127,6 +127,24 @@ def connect(path: str | pathlib.Path, check_pages: bool = False) -> sqlite3.Conn
     return conn
 
 
+def read_connection(path: str | pathlib.Path) -> sqlite3.Connection:
+    "A connection to a migrated memory file that refuses writes (``query_only``): for calls that only read."
+    conn = connect(path)
+    conn.execute("PRAGMA query_only = ON")
+    return conn
+
+
+@contextlib.contextmanager
+def read_transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    "A read transaction: every statement of a read sees memory as it was at one moment, whatever commits meanwhile."
+    conn.execute("BEGIN")
+    try:
+        yield conn
+    finally:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+
+
 def refuse_damaged(conn: sqlite3.Connection, path: pathlib.Path) -> None:
     "Raise :class:`DamagedFile` unless SQLite's quick check of ``path`` passes."
     try:
