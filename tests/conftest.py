@@ -1,6 +1,7 @@
 import pytest
 
-from datasette_memory import Config, Memory, SearchSettings
+from datasette_memory import Config, Memory, SearchSettings, vectors
+from datasette_memory.vectors.side_file import close_side_files
 
 from .installed import CHROMIUM_FLAGS, chromium_path
 
@@ -21,6 +22,15 @@ def memory(db_path):
 def lexical():
     "A configuration with the semantic arm off, as if the extra were not installed."
     return Config(search=SearchSettings(semantic=False))
+
+
+@pytest.fixture
+def semantic():
+    "The semantic arm on: skips, by name, where the vectors extra is not installed."
+    for module in vectors.REQUIRED_MODULES:
+        pytest.importorskip(module, reason="needs pip install 'datasette-memory[vectors]'")
+    yield
+    close_side_files()
 
 
 @pytest.fixture(scope="module")

@@ -16,17 +16,18 @@ SCREENSHOTS = pathlib.Path(__file__).parent / "screenshots"
 
 
 @contextlib.contextmanager
-def serving(db_path: pathlib.Path, *options: str) -> Iterator[tuple[str, list[str]]]:
+def serving(db_path: pathlib.Path, *options: str, semantic: bool = False) -> Iterator[tuple[str, list[str]]]:
     """
-    Serve ``db_path`` (semantic arm off: the pages are under test) on a free port.
+    Serve ``db_path`` on a free port.
 
     :param options: more ``serve`` options, such as ``--owner olive``
+    :param semantic: leave the semantic arm on (off by default: the pages are under test)
     :return: the base URL, and the lines serve printed (its sign-in link among them)
     """
     port = free_port()
     process = subprocess.Popen(
         [sys.executable, "-m", "datasette_memory", "serve", "--db", str(db_path), "--port", str(port), *options],
-        env={**os.environ, "DATASETTE_MEMORY_NO_VECTORS": "1"},
+        env={**os.environ, "DATASETTE_MEMORY_NO_VECTORS": "0" if semantic else "1"},
         stderr=subprocess.PIPE,
         text=True,
     )

@@ -83,7 +83,7 @@ def test_search_shows_neighbours_and_says_when_nothing_answers(server, page):
     results = page.locator(".memory-results li")
     expect(results.first.locator("strong a")).to_have_text("Dana")
     expect(results.filter(has_text="neighbour: Dana maintains auth-gateway")).to_have_count(1)
-    expect(page.get_by_label("related entities")).to_be_checked()
+    expect(page.get_by_label("graph neighbours")).to_be_checked()
     page.get_by_label("Question or keywords").fill("What is the retention period for audit logs?")
     page.get_by_role("button", name="Search").click()
     expect(page.locator(".message-info")).to_have_text("Memory holds nothing that answers this in payments.")

@@ -15,14 +15,16 @@ import click
 import pytest
 from click.testing import CliRunner
 from datasette.app import Datasette
+from playwright.sync_api import expect
 
-from datasette_memory import Memory, vectors
+from datasette_memory import Memory, SearchSettings, vectors
 from datasette_memory.cli import cli
 from datasette_memory.cli.options import search_settings
 from datasette_memory.search import fusion, ranking
 from datasette_memory.vectors import index, nearest
-from datasette_memory.vectors.side_file import close_side_files, side_file, side_file_path_for
+from datasette_memory.vectors.side_file import side_file, side_file_path_for
 
+from .serving import screenshot, serving
 from .test_search import entity
 
 TEAM = [
@@ -36,7 +38,18 @@ PARAPHRASE = "which component swaps credit card digits for surrogates"
 
 
 def names(result):
+    "The matches' names."
     return [r["entity"]["name"] for r in result["results"]]
+
+
+def related(result):
+    "The names of the entities only similar in meaning."
+    return [r["entity"]["name"] for r in result["related"]]
+
+
+def shown(result):
+    "Everything a search shows: matches and related entities."
+    return json.dumps([result["results"], result["related"]])
 
 
 def backfill(db_path, **env):
@@ -72,9 +85,9 @@ def test_without_vectors_search_is_lexical(lexical_team, db_path):
 def test_without_vectors_ranking_is_exactly_lexical(lexical_team, lexical):
     "The fusion step is a no-op when the arm is off."
     for query in ["auth port", "when do backups run?", PARAPHRASE]:
-        mode, kept, _ = ranking.find(lexical_team.conn, "payments", query, ranking.DEFAULT_MIN_COVERAGE, lexical.search)
-        assert fusion.fused(kept, None, lexical.search) == kept
-        assert all(c.fused is None for c in kept)
+        found = ranking.find(lexical_team.conn, "payments", query, ranking.DEFAULT_MIN_COVERAGE, lexical.search)
+        assert fusion.fused(found.matches, None, lexical.search) == found.matches
+        assert all(c.fused is None for c in found.matches) and found.related == []
 
 
 def test_backfill_says_the_switch_is_on(lexical_team, db_path):
@@ -100,14 +113,6 @@ def test_bad_tuning_value_names_the_variable(value):
 
 
 # ---- with the extra
-
-
-@pytest.fixture
-def semantic():
-    for module in vectors.REQUIRED_MODULES:
-        pytest.importorskip(module, reason="needs pip install 'datasette-memory[vectors]'")
-    yield
-    close_side_files()
 
 
 @pytest.fixture
@@ -143,11 +148,14 @@ def test_writes_embed_every_entity(team, db_path):
         ("what box answers logins", "auth-gateway"),
     ],
 )
-def test_paraphrase_is_found(team, query, expected):
+def test_paraphrase_is_related_not_matched(team, query, expected):
+    "A paraphrase sharing no word with memory finds its entity, labelled as similar in meaning only."
     result = team.search_memory(query)
-    assert names(result)[0] == expected
-    assert result["results"][0]["why"].startswith("similar meaning")
-    assert result["results"][0]["matched_terms"] == []
+    assert result["results"] == []
+    assert related(result)[0] == expected
+    assert result["related"][0]["why"] == "similar in meaning only: its words do not answer the query"
+    assert 0 < result["related"][0]["similarity"] <= 1
+    assert result["accounting"]["related"] == len(result["related"]) <= SearchSettings().related_limit
 
 
 def test_lexical_matches_rank_above_semantic_ones(team):
@@ -160,8 +168,31 @@ def test_lexical_matches_rank_above_semantic_ones(team):
     assert min(r["score"] for r in matches) > max([0.0] + [r["score"] for r in result["results"] if r["why"].startswith("neighbour")])
 
 
-@pytest.mark.parametrize("query", ["What is the retention period for audit logs?", "kubernetes helm chart", "what is it?", "the service"])
-def test_still_abstains(team, query):
+NEVER_STORED = [
+    "What is the retention period for audit logs?",
+    "kubernetes helm chart",
+    "what is it?",
+    "the service",
+    "which team owns the mobile push notifications?",
+    "how are refunds paid back to customers?",
+    "where do we keep the terraform state?",
+]
+
+
+@pytest.mark.parametrize("query", NEVER_STORED)
+def test_a_single_project_memory_abstains_on_things_never_stored(team, query):
+    "One project, the extra on: no closer project can veto a look-alike, yet matches stay empty; anything similar is labelled."
+    assert {name for (name,) in team.conn.execute("SELECT DISTINCT project FROM entities")} == {"payments"}
+    found = team.search_memory(query)
+    assert found["results"] == []
+    assert all(r["why"] == "similar in meaning only: its words do not answer the query" and "similarity" in r for r in found["related"])
+
+
+@pytest.mark.parametrize("query", [*NEVER_STORED, PARAPHRASE, "how do shops get paid out", "what box answers logins"])
+def test_search_nodes_never_returns_a_meaning_only_hit(team, query):
+    "The drop-in search returns entities whose words answer the query, never ones only similar in meaning."
+    found = team.search_nodes(query)["entities"]
+    assert found == []
     assert team.search_memory(query)["results"] == []
 
 
@@ -173,9 +204,9 @@ def test_fts_syntax_stays_lexical(team):
 
 def test_deleted_entity_loses_its_vector(team):
     team.delete_entities(["card-vault"])
-    assert "card-vault" not in json.dumps(team.search_memory(PARAPHRASE, limit=50)["results"])  # caught up or not
+    assert "card-vault" not in shown(team.search_memory(PARAPHRASE, limit=50))  # caught up or not
     assert ("payments", "card-vault") not in side_rows(team)
-    assert "card-vault" not in json.dumps(team.search_memory(PARAPHRASE, limit=50)["results"])
+    assert "card-vault" not in shown(team.search_memory(PARAPHRASE, limit=50))
 
 
 def test_deleted_observation_is_re_embedded_and_never_returned(team):
@@ -183,10 +214,10 @@ def test_deleted_observation_is_re_embedded_and_never_returned(team):
     team.delete_observations([{"entityName": "auth-gateway", "observations": ["listens on port 8443"]}])
     queries = ["which port does sign-in listen on", "8443", "what box answers logins"]
     for query in queries:  # before the index has caught up: the old vector no longer matches the entity
-        assert "8443" not in json.dumps(team.search_memory(query, limit=50, expand=True)["results"])
+        assert "8443" not in shown(team.search_memory(query, limit=50, expand=True))
     assert side_rows(team)[("payments", "auth-gateway")] != before
     for query in queries:
-        assert "8443" not in json.dumps(team.search_memory(query, limit=50, expand=True)["results"])
+        assert "8443" not in shown(team.search_memory(query, limit=50, expand=True))
 
 
 def test_stale_vector_is_ignored_until_backfilled(team, db_path):
@@ -196,7 +227,7 @@ def test_stale_vector_is_ignored_until_backfilled(team, db_path):
         "UPDATE observations SET content = 'renamed' WHERE content = 'sends merchants their money by bank transfer every night'"
     )
     for query in [PARAPHRASE, "how do shops get paid out"]:
-        assert not {"card-vault", "payouts-scheduler"} & set(names(team.search_memory(query, limit=50)))
+        assert "card-vault" not in shown(found := team.search_memory(query, limit=50)) and "payouts-scheduler" not in shown(found)
     result = backfill(db_path)
     assert result.exit_code == 0, result.output
     assert "1 deleted ones forgotten" in result.output
@@ -208,16 +239,17 @@ def test_scope_holds(team):
     mobile.create_entities([entity("push-notifier", "service", "sends push notifications to phones via APNs and FCM")])
     assert ("mobile", "push-notifier") in side_rows(team)
     for query in ["how do we alert people on their phones", "push notifications"]:
-        assert "push-notifier" not in json.dumps(team.search_memory(query, limit=50)["results"])
-    assert names(mobile.search_memory("how do we alert people on their phones")) == ["push-notifier"]
+        assert "push-notifier" not in shown(team.search_memory(query, limit=50))
+    assert related(mobile.search_memory("how do we alert people on their phones")) == ["push-notifier"]
 
 
 def test_closer_match_in_another_project_means_no_answer(team):
     "A question whose best match is another project's thing is not answered with this one's look-alike."
     Memory(team.conn, project="mobile").create_entities([entity("Priya", "person", "Priya is on call for the mobile iOS app")])
     assert team.wait_for_semantic_index(timeout=120)
-    assert team.search_memory("who is on call for the iPhone app?")["results"] == []
-    assert team.search_memory("Who is on call for mobile?")["results"] == []  # names another project
+    for query in ["who is on call for the iPhone app?", "Who is on call for mobile?"]:  # the second names another project
+        found = team.search_memory(query)
+        assert found["results"] == [] and found["related"] == []
 
 
 def test_questions_about_deleted_things_get_no_look_alike(team, monkeypatch):
@@ -231,9 +263,10 @@ def test_questions_about_deleted_things_get_no_look_alike(team, monkeypatch):
     team.delete_entities(["JupyterHub"])
     assert team.wait_for_semantic_index(timeout=120)
     query = "JupyterHub idle culling"
-    assert team.search_memory(query)["results"] == []
+    found = team.search_memory(query)
+    assert found["results"] == [] and found["related"] == []
     monkeypatch.setattr(ranking, "forgotten_terms", lambda *args: set())  # without the rule the look-alike comes back
-    assert names(team.search_memory(query)) == ["spark"]
+    assert related(team.search_memory(query)) == ["spark"]
 
 
 def test_backfill_shows_progress_and_is_idempotent(db_path, semantic, lexical):
@@ -249,7 +282,7 @@ def test_backfill_shows_progress_and_is_idempotent(db_path, semantic, lexical):
     again = backfill(db_path)
     assert f"{len(TEAM)} entities, 0 embedded" in again.output
     found = memory.search_memory(PARAPHRASE)
-    assert names(found)[0] == "card-vault" and found.get("semantic") is None
+    assert related(found)[0] == "card-vault" and found.get("semantic") is None
     memory.close()
 
 
@@ -276,7 +309,7 @@ def test_writes_commit_without_waiting_for_the_model(db_path, semantic, monkeypa
     assert memory.wait_for_semantic_index(timeout=120)
     found = memory.search_memory(PARAPHRASE)
     assert found.get("semantic") is None
-    assert names(found)[0] == "card-vault"
+    assert related(found)[0] == "card-vault"
     memory.close()
 
 
@@ -323,7 +356,7 @@ def test_a_process_embeds_its_writes_before_it_ends(db_path, semantic):
     assert finished.returncode == 0 and finished.stderr == "", finished.stderr
     memory = Memory.open(db_path, project="payments")
     assert memory.search_memory(PARAPHRASE).get("semantic") is None
-    assert names(memory.search_memory(PARAPHRASE)) == ["card-vault"]
+    assert related(memory.search_memory(PARAPHRASE)) == ["card-vault"]
     memory.close()
 
 
@@ -334,5 +367,26 @@ def test_import_leaves_the_index_current(db_path, semantic, tmp_path):
     assert result.exit_code == 0, result.output
     memory = Memory.open(db_path, project="payments")
     assert memory.search_memory(PARAPHRASE).get("semantic") is None
-    assert names(memory.search_memory(PARAPHRASE))[0] == "card-vault"
+    assert related(memory.search_memory(PARAPHRASE))[0] == "card-vault"
     memory.close()
+
+
+def test_the_search_page_shows_what_is_only_similar_apart(db_path, semantic, page):
+    "A person searching with a paraphrase sees no answer, and apart from it the look-alike, labelled as not a match."
+    memory = Memory.open(db_path, project="payments")
+    memory.create_entities(TEAM)
+    assert memory.wait_for_semantic_index(timeout=120)
+    memory.close()
+    with serving(db_path, semantic=True) as (base, _):
+        page.goto(f"{base}/-/memory/search")
+        page.get_by_label("Question or keywords").fill(PARAPHRASE)
+        page.get_by_label("Project").select_option("payments")
+        page.get_by_role("button", name="Search").click()
+        expect(page.locator(".message-info").first).to_have_text("Memory holds nothing that answers this in payments.")
+        expect(page.get_by_role("heading", name="Similar in meaning only")).to_be_visible()
+        related = page.locator(".memory-related li")
+        expect(related.first.locator("strong a")).to_have_text("card-vault")
+        expect(related.first.locator(".why")).to_contain_text("not a match")
+        screenshot(page, "search-related")
+        related.first.locator("strong a").click()
+        expect(page.locator("h1")).to_contain_text("card-vault")

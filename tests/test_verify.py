@@ -144,7 +144,7 @@ def verify_ok(path: pathlib.Path, since_checkpoint: bool = False) -> dict[str, A
 def test_the_rich_file_is_clean_and_has_a_row_in_every_table(rich):
     report = verify_ok(rich)
     assert report["mode"] == "full" and [c["check"] for c in report["checks"]] == [
-        "file integrity", "schema", "word indexes", "ledger chain", "head witness", "SQL audit chain", "replay", "event index"
+        "file integrity", "schema", "word indexes", "ledger chain", "head witness", "SQL audit chain", "replay", "event index", "project sizes"
     ]
     conn = raw(rich)
     for table in TABLES:
@@ -383,6 +383,21 @@ def memory_event_names_delete(conn):
     return {"project": "p", "name": "db", "event_id": 2}
 
 
+def memory_project_sizes_edit(conn):
+    conn.execute("UPDATE memory_project_sizes SET entities = entities + 5 WHERE project = 'p'")
+    return {"project": "p"}
+
+
+def memory_project_sizes_insert(conn):
+    conn.execute("INSERT INTO memory_project_sizes VALUES ('ghost', 3)")
+    return {"project": "ghost"}
+
+
+def memory_project_sizes_delete(conn):
+    conn.execute("DELETE FROM memory_project_sizes WHERE project = 'p'")
+    return {"project": "p"}
+
+
 def observation(conn, content):
     return one(conn, "SELECT id FROM observations WHERE content = ?", content)
 
@@ -433,7 +448,7 @@ TAMPERS.update(index_tampers("memory_aliases_fts", "alias", lambda c: alias(c, "
 TAMPERS.update(index_tampers("memory_deleted_fts", "text", deletion))
 TABLES = (
     "entities", "observations", "relations", "memory_aliases", "claims", "claim_evidence", "claim_reviews", "facts",
-    "fact_history", "checkpoints", "sql_audit", "memory_event_names", "observations_fts", "entities_fts",
+    "fact_history", "checkpoints", "sql_audit", "memory_event_names", "memory_project_sizes", "observations_fts", "entities_fts",
     "observations_trigram", "entities_trigram", "memory_aliases_fts", "memory_deleted_fts",
 )
 
@@ -1015,7 +1030,7 @@ def test_an_incremental_check_after_growth(grown):
     path, anchor = grown
     report = verify_ok(path, since_checkpoint=True)
     assert report["mode"] == f"since checkpoint at event {anchor}"
-    assert [c["check"] for c in report["checks"]] == ["schema", "ledger chain", "head witness", "SQL audit chain", "replay", "event index"]
+    assert [c["check"] for c in report["checks"]] == ["schema", "ledger chain", "head witness", "SQL audit chain", "replay", "event index", "project sizes"]
     assert "1001 events since" in checks(report)["ledger chain"]["detail"]
     newest = one(raw(path), "SELECT max(id) FROM events")
     assert json.loads(pathlib.Path(f"{path}.verified.json").read_text())["anchor_event"] == newest, "the next check starts from the new checkpoint"

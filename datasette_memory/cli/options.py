@@ -35,6 +35,7 @@ SEARCH_ENV = {
     "DATASETTE_MEMORY_VECTOR_MIN_SIMILARITY": "vector_min_similarity",
     "DATASETTE_MEMORY_VECTOR_BAND": "vector_band",
     "DATASETTE_MEMORY_VECTOR_ELSEWHERE_MARGIN": "vector_elsewhere_margin",
+    "DATASETTE_MEMORY_RELATED_LIMIT": "related_limit",
 }
 
 

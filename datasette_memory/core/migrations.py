@@ -598,3 +598,34 @@ def chain_audit_log(db: Database) -> None:
         END;
         """,
     )
+
+
+@migrations()
+def m010_project_sizes(db: Database) -> None:
+    # How many entities each project holds, kept by triggers, so search weighs
+    # a word against its project's size without counting the project per query.
+    run_script(
+        db,
+        """
+        CREATE TABLE memory_project_sizes (
+            project TEXT PRIMARY KEY,
+            entities INTEGER NOT NULL
+        ) WITHOUT ROWID;
+        INSERT INTO memory_project_sizes (project, entities) SELECT project, count(*) FROM entities GROUP BY project;
+        CREATE TRIGGER memory_project_sizes_insert AFTER INSERT ON entities
+        BEGIN
+            INSERT INTO memory_project_sizes (project, entities) VALUES (new.project, 1)
+            ON CONFLICT (project) DO UPDATE SET entities = entities + 1;
+        END;
+        CREATE TRIGGER memory_project_sizes_delete AFTER DELETE ON entities
+        BEGIN
+            UPDATE memory_project_sizes SET entities = entities - 1 WHERE project = old.project;
+        END;
+        CREATE TRIGGER memory_project_sizes_move AFTER UPDATE OF project ON entities
+        BEGIN
+            UPDATE memory_project_sizes SET entities = entities - 1 WHERE project = old.project;
+            INSERT INTO memory_project_sizes (project, entities) VALUES (new.project, 1)
+            ON CONFLICT (project) DO UPDATE SET entities = entities + 1;
+        END;
+        """,
+    )

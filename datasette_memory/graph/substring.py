@@ -20,14 +20,14 @@ def search_nodes(conn: sqlite3.Connection, project: str, query: Any) -> dict[str
     aliased = names_by_alias(conn, project, needle)
     if len(needle) >= 3:
         phrase = '"' + needle.replace('"', '""') + '"'
-        # "+project": look the few hits up by id rather than scan the project
+        # one UNION of ids, so the few hits are looked up by id ("+project": not by scanning the project)
         candidates = entities_where(
             conn,
-            "(id IN (SELECT rowid FROM entities_trigram WHERE entities_trigram MATCH ? UNION "
+            "id IN (SELECT rowid FROM entities_trigram WHERE entities_trigram MATCH ?1 UNION "
             "SELECT entity_id FROM observations WHERE id IN "
-            "(SELECT rowid FROM observations_trigram WHERE observations_trigram MATCH ?)) "
-            "OR name IN (SELECT value FROM json_each(?))) AND +project = ?",
-            [phrase, phrase, json.dumps(sorted(aliased)), project],
+            "(SELECT rowid FROM observations_trigram WHERE observations_trigram MATCH ?1) UNION "
+            "SELECT id FROM entities WHERE project = ?3 AND name IN (SELECT value FROM json_each(?2))) AND +project = ?3",
+            [phrase, json.dumps(sorted(aliased)), project],
         )
     else:
         candidates = entities_where(conn, "project = ?", [project])

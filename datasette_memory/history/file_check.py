@@ -171,6 +171,7 @@ def full_checks(conn: sqlite3.Connection, path: pathlib.Path) -> list[Check]:
         run("SQL audit chain", lambda c: audit_chain(conn, c)),
         run("replay", lambda c: full_replay(conn, c)),
         run("event index", lambda c: event_index(conn, c)),
+        run("project sizes", lambda c: project_sizes(conn, c)),
     ]
 
 
@@ -183,6 +184,7 @@ def incremental_checks(conn: sqlite3.Connection, path: pathlib.Path, record: dic
         run("SQL audit chain", lambda c: audit_chain_since(conn, record, c)),
         run("replay", lambda c: replay_since(conn, anchor, c)),
         run("event index", lambda c: event_index(conn, c, after=anchor)),
+        run("project sizes", lambda c: project_sizes(conn, c)),
     ]
 
 
@@ -478,6 +480,19 @@ def event_index(conn: sqlite3.Connection, check: Check, after: int = 0) -> None:
                 "expected": None if side == "extra" else "present", "found": None if side == "missing" else "present",
             })
     check.detail = "the index of events by entity matches the ledger"
+
+
+def project_sizes(conn: sqlite3.Connection, check: Check) -> None:
+    "``memory_project_sizes``, which search weighs words by, holds each project's count of entities."
+    counted = dict(conn.execute("SELECT project, count(*) FROM entities GROUP BY project"))
+    kept = dict(conn.execute("SELECT project, entities FROM memory_project_sizes"))
+    for project in sorted(set(counted) | set(kept)):
+        if counted.get(project, 0) != kept.get(project, 0):
+            check.problems.append({
+                "table": "memory_project_sizes", "row": {"project": project},
+                "expected": counted.get(project, 0), "found": kept.get(project),
+            })
+    check.detail = "each project's size matches its entities"
 
 
 def verified_path(path: pathlib.Path) -> pathlib.Path:

@@ -1,12 +1,36 @@
-"""Candidates: each entity's evidence for a query, gathered from the word indexes with BM25."""
+"""Candidates: each entity's evidence for a query, gathered from the word indexes.
 
+A word in at most :data:`RARE_ROWS` rows of every word index is rare in the
+file: its hits are ranked by BM25, as they always were. A word in more is
+common: ranking all its rows with FTS5's ``bm25()`` means reading and scoring
+tens of thousands of rows per query (ranking a question's words that way takes
+224 ms p50 at 100,000 entities in ``bench/search_scale.py``), so a common word
+is never ranked. Its weight comes from the project's sample
+(:mod:`.project_sample`), and it is looked for only where it meets the words
+that found the candidates: in the observations they found (FTS5 intersects
+the doclists without ranking), and in the names and types of the best
+candidates. When only common words are asked, the weightiest one that is not
+generic finds the candidates among its newest rows; when every word is
+generic nothing can match, and nothing is read.
+
+A common word found counts its project IDF as its strength (BM25's score for
+one occurrence in a passage of average length), so the rules of ranking hold
+on either path: more matched terms first, strength breaking ties.
+"""
+
+import json
 import sqlite3
+import threading
 from dataclasses import dataclass, field
 
+from .project_sample import TOKENIZE, estimated_matching, project_size
 from .terms import fts_quote, plain_words
 from .weights import INDEXES, TermStats, term_stats
 
 HITS_PER_TERM = 500
+RARE_ROWS = 1000  # a word in more rows of one word index is common in the file
+COMMON_ROWS = 200  # newest rows of the project a common term reads when it must find the candidates itself
+LOOKED_WITHIN = 200  # best candidates common words are looked for in
 HIT_QUERIES = {  # one per word index, by the names in weights.INDEXES
     "observations": (
         "SELECT o.entity_id, o.id, -bm25(observations_fts) FROM observations_fts "
@@ -63,16 +87,19 @@ class Candidate:
         strength = sum(self.terms.values())
         return len(self.terms) + strength / (1.0 + strength)
 
-    def why(self) -> str:
-        "Why it is in the results: a match, or only similar meaning."
-        if self.terms or self.similarity is None:
-            return "match"
-        return f"similar meaning (cosine similarity {self.similarity:.2f})"
-
 
 def hits(conn: sqlite3.Connection, project: str, match: str, index: str) -> list[Hit]:
-    "The hits of an FTS5 expression in one word index (``observations`` or ``entities``), best first."
+    "The hits of an FTS5 expression in one word index (``observations``, ``entities`` or ``memory_aliases``), best first."
     return conn.execute(HIT_QUERIES[index], [match, project, HITS_PER_TERM]).fetchall()
+
+
+def common_in_file(conn: sqlite3.Connection, match: str) -> bool:
+    "Whether a term is in more than :data:`RARE_ROWS` rows of a word index (counting stops there)."
+    return any(
+        conn.execute(f"SELECT count(*) FROM (SELECT 1 FROM {index}_fts WHERE {index}_fts MATCH ? LIMIT ?)", [match, RARE_ROWS + 1])
+        .fetchone()[0] > RARE_ROWS
+        for index in INDEXES
+    )
 
 
 def natural_candidates(conn: sqlite3.Connection, project: str, terms: list[str]) -> tuple[dict[int, Candidate], dict[str, TermStats]]:
@@ -83,15 +110,104 @@ def natural_candidates(conn: sqlite3.Connection, project: str, terms: list[str])
     :param project: the project scope
     :param terms: the query's content terms
     """
-    total = conn.execute("SELECT count(*) FROM entities WHERE project = ?", [project]).fetchone()[0]
+    total = project_size(conn, project)
     candidates: dict[int, Candidate] = {}
     stats: dict[str, TermStats] = {}
+    common: list[str] = []
     for term in terms:
+        if common_in_file(conn, fts_quote(term)):
+            common.append(term)
+            stats[term] = term_stats(conn, term, estimated_matching(conn, project, total, fts_quote(term)), total)
+            continue
         term_hits = [hit for index in INDEXES for hit in hits(conn, project, fts_quote(term), index)]
         stats[term] = term_stats(conn, term, len({entity_id for entity_id, _, _ in term_hits}), total)
         for entity_id, observation_id, strength in term_hits:
             candidates.setdefault(entity_id, Candidate(entity_id)).add(term, strength, observation_id)
+    if common:
+        base = list(dict.fromkeys(t for c in candidates.values() for t in c.terms))
+        if not base:  # only common terms: the weightiest specific one finds candidates among its newest rows
+            specific = [t for t in common if not stats[t].generic]
+            if specific:
+                seed = max(specific, key=lambda t: stats[t].idf)
+                add_newest(conn, project, candidates, seed, stats, rows_read(conn, total))
+                base = [seed]
+        if base:
+            add_common(conn, candidates, base, common, stats)
     return candidates, stats
+
+
+def rows_read(conn: sqlite3.Connection, project_entities: int) -> int:
+    "How many of a common term's newest rows to read for about :data:`COMMON_ROWS` of them in the project."
+    file_entities = conn.execute("SELECT coalesce(sum(entities), 0) FROM memory_project_sizes").fetchone()[0]
+    return COMMON_ROWS * max(1, file_entities // max(project_entities, 1))
+
+
+NEWEST = {  # a term's newest rows in a word index, in the project: (entity id, observation id or None)
+    "observations": (
+        "SELECT o.entity_id, o.id FROM (SELECT rowid FROM observations_fts WHERE observations_fts MATCH ? "
+        "ORDER BY rowid DESC LIMIT ?) f JOIN observations o ON o.id = f.rowid JOIN entities e ON e.id = o.entity_id WHERE e.project = ?"
+    ),
+    "entities": (
+        "SELECT e.id, NULL FROM (SELECT rowid FROM entities_fts WHERE entities_fts MATCH ? ORDER BY rowid DESC LIMIT ?) f "
+        "JOIN entities e ON e.id = f.rowid WHERE e.project = ?"
+    ),
+    "memory_aliases": (
+        "SELECT a.entity_id, NULL FROM (SELECT rowid FROM memory_aliases_fts WHERE memory_aliases_fts MATCH ? "
+        "ORDER BY rowid DESC LIMIT ?) f JOIN memory_aliases a ON a.id = f.rowid WHERE a.project = ?"
+    ),
+}
+
+
+def add_newest(conn: sqlite3.Connection, project: str, candidates: dict[int, Candidate], term: str, stats: dict[str, TermStats], window: int) -> None:
+    """
+    Add ``term`` to the entities among its newest ``window`` rows of each word
+    index, counting its project IDF as its strength: BM25's score for one
+    occurrence in a passage of average length, without reading the term's
+    whole doclist as FTS5's ``bm25()`` does.
+    """
+    for index in INDEXES:
+        for entity_id, observation_id in conn.execute(NEWEST[index], [fts_quote(term), window, project]):
+            candidates.setdefault(entity_id, Candidate(entity_id)).add(term, stats[term].idf, observation_id)
+
+
+scratch = threading.local()  # each thread's in-memory word index of candidates' names and types
+
+
+def add_common(conn: sqlite3.Connection, candidates: dict[int, Candidate], base: list[str], common: list[str], stats: dict[str, TermStats]) -> None:
+    """
+    Add each common term where it meets the ``base`` terms (the ones that found
+    the candidates): in an observation holding a base term too, among the rows
+    already found (FTS5 intersects the doclists without ranking, from the
+    oldest of those rows on), or in the name or type of one of the best
+    :data:`LOOKED_WITHIN` candidates.
+    """
+    owners = {observation_id: c for c in candidates.values() for observation_id in c.observation_ids}
+    for term in common:
+        others = [t for t in base if t != term]
+        if not others or not owners:
+            continue
+        meeting = f"{fts_quote(term)} AND ({' OR '.join(map(fts_quote, others))})"
+        rows = conn.execute(
+            "SELECT rowid FROM observations_fts WHERE observations_fts MATCH ? AND rowid >= ?", [meeting, min(owners)]
+        )
+        for (row,) in rows:
+            if row in owners:
+                owners[row].add(term, stats[term].idf, row)
+    best = [c.id for c in ranked(candidates)[:LOOKED_WITHIN]]
+    if not hasattr(scratch, "index"):
+        scratch.index = sqlite3.connect(":memory:", isolation_level=None)
+        scratch.index.execute(f"CREATE VIRTUAL TABLE names USING fts5(name, tokenize='{TOKENIZE}')")
+    index = scratch.index
+    index.execute("BEGIN")
+    index.execute("DELETE FROM names")
+    index.executemany(
+        "INSERT INTO names (rowid, name) VALUES (?, ?)",
+        conn.execute("SELECT id, name || ' ' || entity_type FROM entities WHERE id IN (SELECT value FROM json_each(?))", [json.dumps(best)]),
+    )
+    for term in common:
+        for (entity_id,) in index.execute("SELECT rowid FROM names WHERE names MATCH ?", [fts_quote(term)]):
+            candidates[entity_id].add(term, stats[term].idf)
+    index.execute("ROLLBACK")  # nothing kept: the next query starts from an empty index
 
 
 def fts_candidates(conn: sqlite3.Connection, project: str, query: str) -> dict[int, Candidate] | None:

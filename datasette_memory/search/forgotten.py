@@ -26,8 +26,8 @@ def deleted_events(conn: sqlite3.Connection, project: str, term: str, among: Ite
     :param term: one query term
     :param among: only these event ids
     """
-    sql = (
-        "SELECT events.id FROM memory_deleted_fts JOIN events ON events.id = memory_deleted_fts.rowid "
+    sql = (  # the word index first: a project holds many events
+        "SELECT events.id FROM memory_deleted_fts CROSS JOIN events ON events.id = memory_deleted_fts.rowid "
         "WHERE memory_deleted_fts MATCH ? AND events.project = ?"
     )
     params: list[object] = [fts_quote(term), project]

@@ -1,8 +1,10 @@
-"""The optional semantic arm's part in ranking: when it may answer, and reciprocal rank fusion.
+"""The optional semantic arm's part in a search: when it may answer, reciprocal rank fusion, and related entities.
 
-Ranking still means what it says with the arm on: the fused rank only orders
-entities that match the same number of query terms, and entities that match
-no term but are close in meaning join below every lexical match.
+A match is there because memory's words answer the query; the arm never makes
+one. It reorders the matches (the fused rank only orders entities matching the
+same number of query terms), and the entities close in meaning that are not
+matches come back apart, as *related*, each with its similarity. So whether a
+search abstains is a property of its matches, with or without the arm.
 """
 
 import sqlite3
@@ -13,15 +15,6 @@ from .candidates import Candidate
 from .settings import SearchSettings
 from .terms import plural_forms, words
 from .weights import TermStats
-
-PROJECTS = """
-WITH RECURSIVE projects(name) AS (
-    SELECT min(project) FROM entities
-    UNION ALL
-    SELECT (SELECT min(project) FROM entities WHERE project > projects.name) FROM projects WHERE name IS NOT NULL
-)
-SELECT name FROM projects WHERE name IS NOT NULL
-"""  # one index step per project, not a scan of every entity
 
 
 def semantic_may_answer(
@@ -46,35 +39,48 @@ def semantic_may_answer(
 
 def other_project_words(conn: sqlite3.Connection, project: str) -> set[str]:
     "The words of other projects' names (but the default project's) that this project's name does not have."
-    names = {name for (name,) in conn.execute(PROJECTS)} - {project, DEFAULT_PROJECT}
+    names = {name for (name,) in conn.execute("SELECT project FROM memory_project_sizes WHERE entities > 0")} - {project, DEFAULT_PROJECT}
     return {form for name in names for word in words(name) for form in plural_forms(word)} - set(words(project))
 
 
 def fused(kept: list[Candidate], similar: Similar | None, settings: SearchSettings) -> list[Candidate]:
     """
-    ``kept`` re-ranked with the vector ranking ``similar`` (None when the arm
-    is off): within each number of matched terms, by reciprocal rank fusion;
-    entities matching no term join below them when similar enough. Unchanged
-    when the arm abstains.
+    The matches ``kept`` re-ranked with the vector ranking ``similar`` (None
+    when the arm is off): within each number of matched terms, by reciprocal
+    rank fusion. Unchanged when the arm abstains.
 
     :param kept: the lexical matches, best first
     :param similar: the vector arm's answer
-    :param settings: the fusion constants and similarity thresholds
+    :param settings: the fusion constants
     """
     if similar is None or not similar.ranked or answered_elsewhere(similar, settings):
         return kept
-    candidates = {c.id: c for c in kept}
-    best = similar.ranked[0][1]
-    for entity_id, similarity in similar.ranked:
-        if entity_id not in candidates and similarity >= max(settings.vector_min_similarity, best - settings.vector_band):
-            candidates[entity_id] = Candidate(entity_id)
     lexical_rank = {c.id: rank for rank, c in enumerate(kept, 1)}
     vector_rank = {entity_id: rank for rank, (entity_id, _) in enumerate(similar.ranked, 1)}
     similarities = dict(similar.ranked)
-    for c in candidates.values():
+    for c in kept:
         c.similarity = similarities.get(c.id)
-        c.fused = reciprocal_rank_fusion(lexical_rank.get(c.id), vector_rank.get(c.id), settings)
-    return sorted(candidates.values(), key=lambda c: (len(c.terms), c.fused or 0.0, c.newest), reverse=True)
+        c.fused = reciprocal_rank_fusion(lexical_rank[c.id], vector_rank.get(c.id), settings)
+    return sorted(kept, key=lambda c: (len(c.terms), c.fused or 0.0, c.newest), reverse=True)
+
+
+def related(kept: list[Candidate], similar: Similar | None, settings: SearchSettings) -> list[tuple[int, float]]:
+    """
+    The entities close in meaning to the query that are not matches, most similar
+    first: ``[(entity id, cosine similarity)]``, at least
+    ``vector_min_similarity`` and within ``vector_band`` of the best, at most
+    ``related_limit``; none when another project holds a closer one (then this
+    project has no answer).
+
+    :param kept: the matches
+    :param similar: the vector arm's answer
+    :param settings: the similarity thresholds
+    """
+    if similar is None or not similar.ranked or answered_elsewhere(similar, settings):
+        return []
+    matches = {c.id for c in kept}
+    floor = max(settings.vector_min_similarity, similar.ranked[0][1] - settings.vector_band)
+    return [(id, similarity) for id, similarity in similar.ranked if id not in matches and similarity >= floor][: int(settings.related_limit)]
 
 
 def answered_elsewhere(similar: Similar, settings: SearchSettings) -> bool:
@@ -83,7 +89,7 @@ def answered_elsewhere(similar: Similar, settings: SearchSettings) -> bool:
     return similar.best_elsewhere is not None and best < similar.best_elsewhere - settings.vector_elsewhere_margin
 
 
-def reciprocal_rank_fusion(lexical_rank: int | None, vector_rank: int | None, settings: SearchSettings) -> float:
+def reciprocal_rank_fusion(lexical_rank: int, vector_rank: int | None, settings: SearchSettings) -> float:
     "Weighted RRF of two 1-based ranks (None: not ranked by that arm), scaled into [0, 1)."
     weighted = ((settings.rrf_bm25, lexical_rank), (settings.rrf_vector, vector_rank))
     rrf = sum(weight / (settings.rrf_k + rank) for weight, rank in weighted if rank)

@@ -38,7 +38,7 @@ def search_nodes(conn: sqlite3.Connection, project: str, query: object, settings
             aliased = names_by_alias(conn, project, needle)
             found["entities"].sort(key=lambda entity: substring_rank(entity, needle, aliased), reverse=True)
         return found
-    _, matches, _ = find(conn, project, str(query), DEFAULT_MIN_COVERAGE, settings)
+    matches = find(conn, project, str(query), DEFAULT_MIN_COVERAGE, settings).matches
     rows = entity_rows(conn, [c.id for c in matches[:DEFAULT_LIMIT]])
     names = [rows[c.id][0] for c in matches[:DEFAULT_LIMIT]]
     opened = open_nodes(conn, project, names)

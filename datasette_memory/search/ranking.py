@@ -7,16 +7,18 @@ with its entity's name and type) covering enough of the query's IDF-weighted
 content, including a term that is not generic.
 
 With the semantic arm on, among entities matching the same number of terms
-the order is the reciprocal rank fusion of the BM25 and vector rankings (see
-:mod:`.fusion`).
+the order is the reciprocal rank fusion of the BM25 and vector rankings, and
+entities close in meaning that are not matches come back apart, as related
+(see :mod:`.fusion`).
 """
 
 import sqlite3
+from dataclasses import dataclass, field
 
 from ..vectors.nearest import similar
 from .candidates import Candidate, fts_candidates, natural_candidates, ranked
 from .forgotten import forgotten_terms
-from .fusion import fused, semantic_may_answer
+from .fusion import fused, related, semantic_may_answer
 from .settings import SearchSettings
 from .terms import content_terms, is_fts_syntax
 from .weights import TermStats
@@ -24,9 +26,17 @@ from .weights import TermStats
 DEFAULT_MIN_COVERAGE = 0.45
 
 
-def find(
-    conn: sqlite3.Connection, project: str, query: str, min_coverage: float, settings: SearchSettings
-) -> tuple[str, list[Candidate], int]:
+@dataclass
+class Found:
+    """What a search found: the matches, and apart from them what is only similar in meaning."""
+
+    mode: str  # "natural", or "fts" for an FTS5 expression
+    matches: list[Candidate]  # best first
+    below_coverage: int = 0  # candidates dropped for covering too little of the query
+    related: list[tuple[int, float]] = field(default_factory=list)  # [(entity id, cosine similarity)], not matches
+
+
+def find(conn: sqlite3.Connection, project: str, query: str, min_coverage: float, settings: SearchSettings) -> Found:
     """
     Rank the project's entities for ``query``.
 
@@ -35,26 +45,31 @@ def find(
     :param query: a natural question, keywords, or an FTS5 expression
     :param min_coverage: the share of the query's (IDF-weighted) content a match must cover
     :param settings: whether the semantic arm runs, and its constants
-    :return: ``(mode, ranked candidates kept, number dropped for low coverage)``
     """
     if is_fts_syntax(query):
         candidates = fts_candidates(conn, project, query)
         if candidates is not None:
-            return "fts", ranked(candidates), 0
+            return Found("fts", ranked(candidates))
     candidates, stats = natural_candidates(conn, project, content_terms(query))
     for term in forgotten_terms(conn, project, stats, min_coverage):
         stats[term].forgotten = True  # full weight: the question abstains
-    kept = [c for c in ranked(candidates) if answers(c, stats, min_coverage)]
-    below_coverage = len(candidates) - len(kept)
-    if settings.semantic_on() and semantic_may_answer(conn, project, candidates, stats):
-        kept = fused(kept, similar(conn, project, query), settings)
-    return "natural", kept, below_coverage
-
-
-def answers(candidate: Candidate, stats: dict[str, TermStats], min_coverage: float) -> bool:
-    "Whether one of the candidate's passages covers enough of the query, with a term that is not generic."
     total_weight = sum(s.weight for s in stats.values()) or 1.0
+    kept = [c for c in ranked(candidates) if answers(c, stats, min_coverage * total_weight)]
+    found = Found("natural", kept, len(candidates) - len(kept))
+    if settings.semantic_on() and semantic_may_answer(conn, project, candidates, stats):
+        near = similar(conn, project, query)
+        found.matches, found.related = fused(kept, near, settings), related(kept, near, settings)
+    return found
+
+
+def answers(candidate: Candidate, stats: dict[str, TermStats], min_weight: float) -> bool:
+    """
+    Whether one of the candidate's passages covers enough of the query (at
+    least ``min_weight`` of its terms' weights), with a term that is not generic.
+    """
+    if sum(stats[t].weight for t in candidate.terms) < min_weight:
+        return False  # not even all its passages together
     return any(
-        sum(stats[t].weight for t in terms) / total_weight >= min_coverage and any(not stats[t].generic for t in terms)
+        sum(stats[t].weight for t in terms) >= min_weight and any(not stats[t].generic for t in terms)
         for terms in candidate.passages()
     )

@@ -18,8 +18,9 @@ class SearchSettings:
     :param rrf_k: the reciprocal rank fusion constant ``k``
     :param rrf_bm25: weight of the BM25 ranking (BM25-heavy: equal weights cost recall on an outside dataset)
     :param rrf_vector: weight of the vector ranking
-    :param vector_min_similarity: least cosine similarity for an entity that matches no term
+    :param vector_min_similarity: least cosine similarity for a related entity (one that is not a match)
     :param vector_band: ... and at most this far below the best similarity
+    :param related_limit: most related entities a search returns
     :param vector_elsewhere_margin: abstain when another project's closest entity beats this one's by more than this
     """
 
@@ -29,6 +30,7 @@ class SearchSettings:
     rrf_vector: float = 0.5
     vector_min_similarity: float = 0.25
     vector_band: float = 0.1
+    related_limit: int = 3
     vector_elsewhere_margin: float = 0.0
 
     @classmethod
@@ -49,6 +51,8 @@ class SearchSettings:
                     raise InvalidInput(f"search.semantic: must be true or false, got {value!r}")
             elif isinstance(value, bool) or not isinstance(value, (int, float)):
                 raise InvalidInput(f"search.{name}: must be a number, got {value!r}")
+            elif name == "related_limit" and (value < 0 or value != int(value)):
+                raise InvalidInput(f"search.related_limit: must be a whole number, 0 or more, got {value!r}")
             checked[name] = value
         return cls(**checked)  # type: ignore[arg-type]
 

@@ -2,8 +2,8 @@
 
 import json
 import sqlite3
-from collections.abc import Callable, Iterable
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, TypeVar
 
 from ..core.database import write_transaction
 from ..core.ledger import head
@@ -13,8 +13,21 @@ from .side_file import embedded_through, record_progress, side_file
 
 JSON_PAIRS = "(SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') FROM json_each(?))"
 JSON_TRIPLES = "(SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]') FROM json_each(?))"
-EVENTS_PER_STEP = 200  # ledger events read per step of catching up
+# Entities per call to the model: calls of a few hundred pay its fixed costs
+# once per call and sort many texts by length, so each pass pads little (see
+# bench/vectors_cost.py). A catch-up gathers a few calls' worth of entities
+# before recording its progress, so it leaves no small call after each step.
+EMBED_BATCH = 256
+ENTITIES_PER_STEP = 4 * EMBED_BATCH
+EVENTS_PER_READ = 1000
+RELATION_KINDS = ("create_relation", "delete_relation")  # their events change no entity's text
+# Each event after a point: its project, kind and target, and for a rename or merge the name it leads to.
+EVENTS_AFTER = (
+    "SELECT id, project, kind, target, CASE kind WHEN 'rename_entity' THEN json_extract(new, '$.name') "
+    "WHEN 'merge_entity' THEN json_extract(new, '$.into') END FROM events WHERE id > ? ORDER BY id LIMIT ?"
+)
 Progress = Callable[[int], Any] | None
+T = TypeVar("T")
 
 
 def stale(side: Any, entities: list[EntityText]) -> list[EntityText]:
@@ -77,17 +90,16 @@ def refresh(conn: sqlite3.Connection, names: Iterable[tuple[str, str]]) -> int:
     return embed_stale(conn, current)
 
 
-def embed_stale(conn: sqlite3.Connection, entities: list[EntityText], progress: Progress = None, batch: int = 64) -> int:
+def embed_stale(conn: sqlite3.Connection, entities: list[EntityText], progress: Progress = None) -> int:
     """
-    Embed and store the stale ones among ``entities``, ``batch`` at a time
-    (the side file is free while the model runs); return how many.
+    Embed and store the stale ones among ``entities``, :data:`EMBED_BATCH` to
+    a call of the model (the side file is free while it runs); return how many.
     """
     with side_file(conn) as side:
         todo = stale(side, entities)
     if progress:
         progress(len(entities) - len(todo))
-    for start in range(0, len(todo), batch):
-        chunk = todo[start : start + batch]
+    for chunk in even_batches(todo, EMBED_BATCH):
         vectors = embed([e.text for e in chunk])
         with side_file(conn) as side:
             store(side, chunk, vectors)
@@ -96,14 +108,36 @@ def embed_stale(conn: sqlite3.Connection, entities: list[EntityText], progress: 
     return len(todo)
 
 
-def named(project: str, kind: str, target: str, new: str | None) -> list[tuple[str, str]]:
-    "The ``(project, entity name)`` pairs an event changed: its target, and the name a rename or merge leads to."
-    names = [(project, target)]
-    if kind == "rename_entity" and new:
-        names.append((project, json.loads(new)["name"]))
-    elif kind == "merge_entity" and new:
-        names.append((project, json.loads(new)["into"]))
-    return names
+def even_batches(items: list[T], most: int) -> Iterator[list[T]]:
+    "``items`` in as few batches of at most ``most`` as can be, of even sizes: no small batch is left at the end."
+    count = -(-len(items) // most)
+    for i in range(count):
+        yield items[i * len(items) // count : (i + 1) * len(items) // count]
+
+
+def named(project: str, kind: str, target: str, leads_to: str | None) -> list[tuple[str, str]]:
+    "The ``(project, entity name)`` pairs whose text an event may have changed: its target, and the name a rename or merge leads to."
+    if kind in RELATION_KINDS:
+        return []
+    return [(project, target)] + ([(project, leads_to)] if leads_to else [])
+
+
+def next_step(conn: sqlite3.Connection, after: int) -> tuple[list[tuple[str, str]], int] | None:
+    """
+    The entities that the ledger events after event ``after`` name, each once,
+    read until there are :data:`ENTITIES_PER_STEP` of them or the ledger ends,
+    and the id of the last event read; None when no event follows ``after``.
+
+    :param conn: a connection to the memory file
+    :param after: the id of the last event already caught up with
+    """
+    pairs: dict[tuple[str, str], None] = {}
+    last = after
+    while len(pairs) < ENTITIES_PER_STEP and (rows := conn.execute(EVENTS_AFTER, [last, EVENTS_PER_READ]).fetchall()):
+        for _, project, kind, target, leads_to in rows:
+            pairs.update(dict.fromkeys(named(project, kind, target, leads_to)))
+        last = rows[-1][0]
+    return (list(pairs), last) if last > after else None
 
 
 def start_from(conn: sqlite3.Connection, since: int) -> None:
@@ -138,11 +172,9 @@ def catch_up(conn: sqlite3.Connection) -> int:
             done = head(conn)[0] or 0
             record_progress(side, done)
     embedded = 0
-    while rows := conn.execute(
-        "SELECT id, project, kind, target, new FROM events WHERE id > ? ORDER BY id LIMIT ?", [done, EVENTS_PER_STEP]
-    ).fetchall():
-        embedded += refresh(conn, [pair for _, project, kind, target, new in rows for pair in named(project, kind, target, new)])
-        done = rows[-1][0]
+    while (step := next_step(conn, done)) is not None:
+        names, done = step
+        embedded += refresh(conn, names)
         with side_file(conn) as side:
             record_progress(side, done)
     return embedded

@@ -48,7 +48,12 @@ def nearest(conn: sqlite3.Connection, project: str, query: str, limit: int) -> S
     knn = "SELECT entity_id, project, distance FROM entity_vectors WHERE embedding MATCH ? AND k = ?"
     with side_file(conn, create=False) as side:
         here = side.execute(knn + " AND project = ?", [vector, limit, project]).fetchall()
-        anywhere = side.execute(knn, [vector, limit]).fetchall()
+        # the scan of every project only when there is another (two seeks of the (project, name) index)
+        others = side.execute(
+            "SELECT EXISTS (SELECT 1 FROM entity_digests WHERE project < ?1) OR EXISTS (SELECT 1 FROM entity_digests WHERE project > ?1)",
+            [project],
+        ).fetchone()[0]
+        anywhere = side.execute(knn, [vector, limit]).fetchall() if others else []
         ids = json.dumps([id for id, _, _ in here])
         digests = dict(side.execute("SELECT entity_id, digest FROM entity_digests WHERE entity_id IN (SELECT value FROM json_each(?))", [ids]))
     entities = entity_texts(conn, "id IN (SELECT value FROM json_each(?)) AND project = ?", [ids, project])
