@@ -64,7 +64,6 @@ class Candidate:
     observation_terms: dict[int, set[str]] = field(default_factory=dict)  # observation id -> the terms it matches
     newest: int = 0
     fused: float | None = None  # reciprocal rank fusion, in (0, 1), when the semantic arm ranked
-    similarity: float | None = None  # cosine similarity to the query, when the semantic arm ranked it
 
     def add(self, term: str, strength: float, observation_id: int | None = None) -> None:
         "Record that ``term`` matched this entity's name or type, or one observation."

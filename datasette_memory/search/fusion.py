@@ -57,9 +57,7 @@ def fused(kept: list[Candidate], similar: Similar | None, settings: SearchSettin
         return kept
     lexical_rank = {c.id: rank for rank, c in enumerate(kept, 1)}
     vector_rank = {entity_id: rank for rank, (entity_id, _) in enumerate(similar.ranked, 1)}
-    similarities = dict(similar.ranked)
     for c in kept:
-        c.similarity = similarities.get(c.id)
         c.fused = reciprocal_rank_fusion(lexical_rank[c.id], vector_rank.get(c.id), settings)
     return sorted(kept, key=lambda c: (len(c.terms), c.fused or 0.0, c.newest), reverse=True)
 
