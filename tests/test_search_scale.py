@@ -108,17 +108,17 @@ def test_a_common_word_is_weighed_by_the_projects_sample(db_path, lexical):
     memory.create_entities([entity(f"e{i}", "note", "shared word" if i % 4 == 0 else f"other {i}") for i in range(40)])
     size = project_sample.project_size(memory.conn, "default")
     assert size == 40
-    assert project_sample.estimated_matching(memory.conn, "default", size, '"shared"') == 10
+    assert project_sample.sample(memory.conn, "default", size).matching('"shared"', size) == 10
     memory.create_entities([entity(f"n{i}", "note", "shared word") for i in range(10)])  # the sample is taken again
     size = project_sample.project_size(memory.conn, "default")
-    assert project_sample.estimated_matching(memory.conn, "default", size, '"shared"') == 20
+    assert project_sample.sample(memory.conn, "default", size).matching('"shared"', size) == 20
 
 
 def test_a_large_project_is_sampled(db_path, monkeypatch, lexical):
     monkeypatch.setattr(project_sample, "SAMPLE_ENTITIES", 50)
     memory = Memory.open(db_path, project="large", config=lexical)
     memory.create_entities([entity(f"e{i}", "note", "tagged" if i % 3 == 0 else "plain") for i in range(500)])
-    estimate = project_sample.estimated_matching(memory.conn, "large", 500, '"tagged"')
+    estimate = project_sample.sample(memory.conn, "large", 500).matching('"tagged"', 500)
     assert 35 <= project_sample.sample(memory.conn, "large", 500).taken <= 65  # about a tenth, by a hash of the id
     assert 120 <= estimate <= 215  # 167 exactly
 

@@ -23,7 +23,7 @@ import sqlite3
 import threading
 from dataclasses import dataclass, field
 
-from .project_sample import TOKENIZE, estimated_matching, project_size
+from .project_sample import TOKENIZE, Sample, project_size, sample
 from .terms import fts_quote, plain_words
 from .weights import INDEXES, TermStats, term_stats
 
@@ -113,10 +113,12 @@ def natural_candidates(conn: sqlite3.Connection, project: str, terms: list[str])
     candidates: dict[int, Candidate] = {}
     stats: dict[str, TermStats] = {}
     common: list[str] = []
+    taken: Sample | None = None  # the project's sample, once a term needs it
     for term in terms:
         if common_in_file(conn, fts_quote(term)):
             common.append(term)
-            stats[term] = term_stats(conn, term, estimated_matching(conn, project, total, fts_quote(term)), total)
+            taken = taken or sample(conn, project, total)
+            stats[term] = term_stats(conn, term, taken.matching(fts_quote(term), total), total)
             continue
         term_hits = [hit for index in INDEXES for hit in hits(conn, project, fts_quote(term), index)]
         stats[term] = term_stats(conn, term, len({entity_id for entity_id, _, _ in term_hits}), total)

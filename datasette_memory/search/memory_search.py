@@ -85,20 +85,21 @@ def search_memory(
         results += neighbour_results(conn, project, results, limit)
     near = related_results(conn, found.related)
     included, used = leading_within(results + near, budget)
+    shown, shown_related = included[: len(results)], included[len(results):]
     lag = index_lag(conn) if settings.semantic_on() else None
     return {
         "query": query,
         "project": project,
         "mode": found.mode,
-        "results": included[: len(results)],
-        "related": included[len(results):],
+        "results": shown,
+        "related": shown_related,
         "accounting": {
             "candidates": len(found.matches) + found.below_coverage,
             "below_coverage": found.below_coverage,
             "left_out_by_limit": max(0, len(found.matches) - limit),
             "left_out_by_budget": len(results) + len(near) - len(included),
-            "returned": min(len(included), len(results)),
-            "related": max(0, len(included) - len(results)),
+            "returned": len(shown),
+            "related": len(shown_related),
             "bytes": used,
             "budget": budget,
         },

@@ -33,10 +33,18 @@ class Sample:
     index: sqlite3.Connection
     lock: threading.Lock
 
-    def holding(self, fts_term: str) -> int:
-        "How many sampled entities hold a term (an FTS5 string)."
+    def matching(self, fts_term: str, size: int) -> int:
+        """
+        About how many of the project's entities hold a term, scaled from the sample.
+
+        :param fts_term: the term, as an FTS5 string
+        :param size: the project's entities now
+        """
+        if not self.taken:
+            return 0
         with self.lock:
-            return self.index.execute("SELECT count(*) FROM sample WHERE sample MATCH ?", [fts_term]).fetchone()[0]
+            holding = self.index.execute("SELECT count(*) FROM sample WHERE sample MATCH ?", [fts_term]).fetchone()[0]
+        return round(holding * size / self.taken)
 
 
 samples: dict[tuple[str, str], Sample] = {}
@@ -99,18 +107,3 @@ def take(conn: sqlite3.Connection, project: str, size: int) -> Sample:
     index.executemany("INSERT INTO sample (name, entity_type, observations) VALUES (?, ?, ?)", rows)
     taken = index.execute("SELECT count(*) FROM sample").fetchone()[0]
     return Sample(size=size, taken=taken, index=index, lock=threading.Lock())
-
-
-def estimated_matching(conn: sqlite3.Connection, project: str, size: int, fts_term: str) -> int:
-    """
-    About how many of the project's entities hold a term, scaled from its sample.
-
-    :param conn: a connection to the memory file
-    :param project: the project scope
-    :param size: the project's entities now
-    :param fts_term: the term, as an FTS5 string
-    """
-    taken = sample(conn, project, size)
-    if not taken.taken:
-        return 0
-    return round(taken.holding(fts_term) * size / taken.taken)
