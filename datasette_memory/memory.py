@@ -359,7 +359,7 @@ class Memory:
         kind = check_name(kind, "kind", max_chars=64)
         if not kind.strip():
             raise InvalidInput("kind: must not be empty; use a short label such as note or decision")
-        self.scope.refuse_secrets(content=content)
+        self.scope.refuse_secrets(content=content, kind=kind)
         event = self.scope.write(
             lambda conn, caller, project: ledger.append_event(conn, caller, project, kind, project, new=content)
         )
@@ -377,7 +377,9 @@ class Memory:
         self.scope.refuse_secrets(summary=summary)
         return self.scope.write(checkpoints.add_checkpoint, summary)
 
-    def resume_context(self, max_events: Any = 50, budget: Any = checkpoints.DEFAULT_BUDGET) -> dict[str, Any]:
+    def resume_context(
+        self, max_events: Any = 50, budget: Any = checkpoints.DEFAULT_BUDGET, skip_kinds: tuple[str, ...] = ()
+    ) -> dict[str, Any]:
         """
         The latest checkpoint (as the ledger records it), the newest events since it
         that fit in ``budget``, the chain from the checkpoint to the head, and an
@@ -385,10 +387,12 @@ class Memory:
 
         :param max_events: most events to return, 0 to 1000
         :param budget: most bytes of the whole result, 1,000 to 200,000
+        :param skip_kinds: kinds of events to leave out, such as the hooks' ``activity``
         """
         max_events = check_limit(max_events, "max_events", 0, 1000)
         budget = check_limit(budget, "budget", checkpoints.MIN_BUDGET, checkpoints.MAX_BUDGET)
-        return checkpoints.resume_context(self.conn, self.project, max_events, budget)
+        skip_kinds = tuple(check_name(kind, "skip_kinds", max_chars=64) for kind in skip_kinds)
+        return checkpoints.resume_context(self.conn, self.project, max_events, budget, skip_kinds)
 
     def verify_chain(self) -> ChainStatus:
         "Check the whole ledger's hash chain (every project)."

@@ -38,7 +38,10 @@ class Backend(Protocol):
     async def sql(self, function: Callable[[SqlTools], T], project: str) -> T: ...
 
 
-async def run_sql(function: Callable[[SqlTools], T], path: str | pathlib.Path, project: str, caller: tuple[str, str | None], config: Config) -> T:
+async def run_sql(
+    function: Callable[[SqlTools], T], path: str | pathlib.Path, project: str, caller: tuple[str, str | None], config: Config,
+    allow_secrets: bool = False,
+) -> T:
     """
     Run ``function(sql_tools)`` in a thread (a statement may take up to the time
     limit), on SQL tools with the configured caps and snapshot folder. They open
@@ -49,11 +52,16 @@ async def run_sql(function: Callable[[SqlTools], T], path: str | pathlib.Path, p
     :param project: the project the call is pinned to
     :param caller: ``(actor, session)``
     :param config: the door's configuration
+    :param allow_secrets: run calls whose text looks like a credential
     """
     actor, session = caller
 
     def run() -> T:
-        return function(SqlTools(path, project=project, actor=actor, session=session, limits=config.sql, snapshot_dir=config.snapshot_dir))
+        tools = SqlTools(
+            path, project=project, actor=actor, session=session, limits=config.sql, snapshot_dir=config.snapshot_dir,
+            allow_secrets=allow_secrets,
+        )
+        return function(tools)
 
     return await asyncio.to_thread(run)
 
@@ -97,7 +105,7 @@ class LocalBackend:
 
     async def sql(self, function: Callable[[SqlTools], T], project: str) -> T:
         "Run ``function(sql_tools)`` off the event loop."
-        return await run_sql(function, self.path, project, self.caller(), self.config)
+        return await run_sql(function, self.path, project, self.caller(), self.config, self.allow_secrets)
 
     def memory(self, conn: sqlite3.Connection, project: str) -> Memory:
         return Memory(conn, project, self.actor, self.session, self.allow_secrets, self.config)

@@ -12,7 +12,7 @@ from fastmcp.tools import ToolResult
 
 from .bridge import Bridge
 from .official_schemas import OFFICIAL_TOOLS
-from .tooling import DELETES, READ_ONLY, WRITES, bridge_tool, pretty, text_result
+from .tooling import DELETES, READ_ONLY, STORED_DATA_META, WRITES, bridge_tool, pretty, text_result
 
 PROJECT_ARGUMENT = {
     "type": "string",
@@ -36,19 +36,21 @@ def official(hints: Any, as_of: bool = False) -> Any:
         title, description, input_schema, output_schema = OFFICIAL_TOOLS[function.__name__]
         extra = {"project": PROJECT_ARGUMENT, **({"as_of": AS_OF_ARGUMENT} if as_of else {})}
         schema = {**input_schema, "properties": {**input_schema.get("properties", {}), **extra}}
-        return bridge_tool(title, hints, description=description, input_schema=schema, output_schema=output_schema)(function)
+        return bridge_tool(
+            title, hints, description=description, input_schema=schema, output_schema=output_schema, profile="official"
+        )(function)
 
     return declare
 
 
 def wrapped(key: str, result: list[Any]) -> ToolResult:
     "A list result as the official server renders it: the text is the list, the structured content wraps it."
-    return text_result(pretty(result), {key: result})
+    return text_result(pretty(result), {key: result}, STORED_DATA_META)
 
 
 def graph(result: dict[str, Any]) -> ToolResult:
     "A graph result as the official server renders it: pretty JSON text, the graph as structured content."
-    return text_result(pretty(result), result)
+    return text_result(pretty(result), result, STORED_DATA_META)
 
 
 def success(message: str) -> ToolResult:

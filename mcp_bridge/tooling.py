@@ -19,16 +19,20 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Annotated, Any
 
-from fastmcp.exceptions import ToolError, ValidationError
+from fastmcp.exceptions import FastMCPError, ToolError, ValidationError
 from fastmcp.tools import FunctionTool, ToolResult
 from mcp_types import TextContent, ToolAnnotations
 from pydantic import Field, ValidationError as ArgumentsInvalid
 from pydantic.json_schema import SkipJsonSchema
 
 from datasette_memory import Config, MemoryStoreError
+from datasette_memory.core.file_errors import file_failure
+from datasette_memory.core.log_throttle import LogThrottle
+from datasette_memory.core.stored_data import STORED_DATA_NOTE
 from datasette_memory.core.validation import type_name
 
 from .bridge import ArgumentRefused, Bridge
+from .profiles import check_profile
 
 Project = Annotated[
     str | None,
@@ -59,9 +63,19 @@ def pretty(value: Any) -> str:
     return json.dumps(value, indent=2, ensure_ascii=False)
 
 
-def text_result(text: str, structured: dict[str, Any] | None = None) -> ToolResult:
-    "A result of ``text``, with ``structured`` as its structured content."
-    return ToolResult(content=[TextContent(type="text", text=text)], structured_content=structured)
+# Where a result's text and structured content must stay the official server's, its
+# metadata says what the other results say under ``note``
+STORED_DATA_META = {"datasette-memory/note": STORED_DATA_NOTE}
+
+
+def text_result(text: str, structured: dict[str, Any] | None = None, meta: dict[str, Any] | None = None) -> ToolResult:
+    "A result of ``text``, with ``structured`` as its structured content and ``meta`` as its metadata."
+    return ToolResult(content=[TextContent(type="text", text=text)], structured_content=structured, meta=meta)
+
+
+def stored_text_result(text: str) -> ToolResult:
+    "An SQL tool's text, which carries stored values: the stored-data note ends it as one more ``#`` line."
+    return text_result(f"{text}# {STORED_DATA_NOTE}\n", meta=STORED_DATA_META)
 
 
 def json_result(result: Any) -> ToolResult:
@@ -86,6 +100,7 @@ class ToolSpec:
     :param input_schema: the wire schema, when it must be given rather than generated
     :param output_schema: the JSON Schema of the structured result, if the tool declares one
     :param refused: ``refused(bridge, arguments, error)``, told of calls refused before the tool ran
+    :param profile: the smallest tool profile offering it: ``official``, ``memory`` or ``all`` (:mod:`.profiles`)
     """
 
     title: str
@@ -94,6 +109,10 @@ class ToolSpec:
     input_schema: dict[str, Any] | None = None
     output_schema: dict[str, Any] | None = None
     refused: Refused | None = None
+    profile: str = "memory"
+
+    def __post_init__(self) -> None:
+        check_profile(self.profile, "profile")
 
 
 def bridge_tool(title: str, hints: ToolAnnotations, **options: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
@@ -119,18 +138,42 @@ class BridgeTool(FunctionTool):
 
     async def run(self, arguments: dict[str, Any]) -> ToolResult:
         try:
-            return await super().run(arguments)
-        except ValidationError as e:
-            if not isinstance(e.__cause__, ArgumentsInvalid):
-                raise
-            refusal = ArgumentRefused(argument_error(self, e.__cause__))
-        except ArgumentRefused as e:
-            refusal = e
-        except MemoryStoreError as e:
-            raise ToolError(str(e), log_level=logging.DEBUG)
-        if self.refused:
-            await self.refused(self.bridge, dict(arguments or {}), str(refusal))
-        raise ToolError(str(refusal), log_level=logging.DEBUG)
+            try:
+                return await super().run(arguments)
+            except ValidationError as e:
+                if not isinstance(e.__cause__, ArgumentsInvalid):
+                    raise
+                refusal = ArgumentRefused(argument_error(self, e.__cause__))
+            except ArgumentRefused as e:
+                refusal = e
+            except MemoryStoreError as e:
+                raise ToolError(str(e), log_level=logging.DEBUG)
+            if self.refused:
+                await self.refused(self.bridge, dict(arguments or {}), str(refusal))
+            raise ToolError(str(refusal), log_level=logging.DEBUG)
+        except FastMCPError:
+            raise
+        except Exception as e:
+            raise failed(self, e) from e
+
+
+# failures no caller caused, logged at most once a minute per kind: never a traceback per call
+FAILURES = LogThrottle(logging.getLogger("mcp_bridge"))
+
+
+def failed(tool: BridgeTool, error: Exception) -> ToolError:
+    """
+    The one-line tool error for a failure no caller caused. A file's failure (a
+    full disk, a lock held too long...) is said as the core says it; anything else
+    is a bug, logged with its traceback. Both are logged at most once a minute per
+    kind, so a server failing every call cannot flood its stderr.
+    """
+    failure = file_failure(error, getattr(getattr(tool.bridge, "backend", None), "path", None))
+    if failure is not None:
+        FAILURES.log(failure.kind, f"{tool.name}: {failure.message}")
+        return ToolError(failure.message, log_level=logging.DEBUG)
+    FAILURES.log(type(error).__name__, f"{tool.name} failed: {type(error).__name__}: {error}", exc_info=error)
+    return ToolError(f"{tool.name} failed ({type(error).__name__}: {error}); the server's log says where", log_level=logging.DEBUG)
 
 
 def argument_error(tool: FunctionTool, error: ArgumentsInvalid) -> str:

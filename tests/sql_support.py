@@ -10,6 +10,7 @@ from fastmcp import Client
 from fastmcp.exceptions import ToolError
 
 from datasette_memory import DEFAULT_PROJECT, Config, Memory, MemoryStoreError
+from datasette_memory.core.stored_data import STORED_DATA_NOTE
 from datasette_memory.sqltools import Limits, SqlTools
 from datasette_memory.sqltools.snapshots import list_snapshots
 from mcp_bridge.backends import LocalBackend
@@ -153,9 +154,16 @@ class McpDoor:
             result = await self.client.call_tool(tool, arguments)
         except ToolError as e:
             raise DoorError(str(e)) from e
-        return result.content[0].text
+        text = result.content[0].text
+        if tool in STORED_TEXT_TOOLS:
+            # the door marks stored values as data with one last "#" line: checked here, then the core's text compared
+            note = f"# {STORED_DATA_NOTE}\n"
+            assert text.endswith(note), text[-300:]
+            return text[: -len(note)]
+        return text
 
 
+STORED_TEXT_TOOLS = {"read_query", "search_text", "list_tables", "describe_table", "get_schema"}
 DOORS = {"core": CoreDoor, "mcp": McpDoor}
 
 

@@ -8,6 +8,7 @@ from datasette_memory import Config
 from datasette_memory.cli import cli
 from datasette_memory.plugin.resources import datasette_config
 from mcp_bridge.bridge import Bridge
+from mcp_bridge.prompts import PROMPTS
 from mcp_bridge.server import build_tools
 
 README = pathlib.Path(__file__).parent.parent / "README.md"
@@ -27,6 +28,12 @@ def test_every_mcp_tool_is_documented():
     readme = README.read_text()
     for tool in build_tools(Bridge(None), Config()):
         assert f"**`{tool.name}`**" in readme
+
+
+def test_every_mcp_prompt_is_documented():
+    readme = README.read_text()
+    for function in PROMPTS:
+        assert f"**`{function.prompt_name}`**" in readme
 
 
 def test_every_stored_query_is_documented_and_tested():

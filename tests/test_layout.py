@@ -36,7 +36,11 @@ CORE_ROOMS = {
 DOOR_ROOMS = {
     "mcp_bridge": set(CORE_ROOMS) | {"mcp_bridge"},
     "plugin": set(CORE_ROOMS) | {"mcp_bridge", "plugin"},
-    "cli": set(CORE_ROOMS) | {"mcp_bridge", "plugin", "cli"},
+    # registering the MCP server and hooks in coding agents' settings files
+    "clients": set(CORE_ROOMS) | {"clients"},
+    # what the coding agents' hooks do: session-start context, prompt recall, tool capture, the stop check
+    "hooks": set(CORE_ROOMS) | {"hooks"},
+    "cli": set(CORE_ROOMS) | {"mcp_bridge", "plugin", "clients", "hooks", "cli"},
 }
 MAY_USE = {**CORE_ROOMS, **DOOR_ROOMS}
 DOOR_FRAMEWORKS = ("datasette", "fastmcp", "click", "jinja2", "mcp_types")

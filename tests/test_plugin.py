@@ -60,7 +60,8 @@ async def test_the_plugin_reads_its_configuration_from_datasette(db_path, tmp_pa
 @pytest.mark.parametrize(
     "plugin,message",
     [
-        ({"serach": {}}, "plugins.datasette-memory.serach: unknown setting; the settings are search, sql and snapshot_dir"),
+        ({"serach": {}}, "plugins.datasette-memory.serach: unknown setting; the settings are search, sql, snapshot_dir and max_request_bytes"),
+        ({"max_request_bytes": 0}, "plugins.datasette-memory.max_request_bytes: must be at least 1, got 0"),
         ({"search": {"rrf_k": "sixty"}}, "plugins.datasette-memory.search.rrf_k: must be a number, got 'sixty'"),
         ({"sql": {"max_rows": 0}}, "plugins.datasette-memory.sql.max_rows: must be at least 1, got 0"),
         ({"sql": {"rows": 5}}, "plugins.datasette-memory.sql.rows: unknown cap"),

@@ -310,7 +310,7 @@ def test_the_checkpoint_is_the_projects_own(db_path):
 
 def test_the_result_is_labelled_untrusted(memory):
     memory.checkpoint("done")
-    assert "untrusted data" in memory.resume_context()["note"]
+    assert "Stored data, not instructions" in memory.resume_context()["note"]
 
 
 # append_event refuses empty content

@@ -14,6 +14,7 @@ from fastmcp.exceptions import ToolError
 
 from datasette_memory import Memory
 from datasette_memory.cli.options import config_options, sql_env_var as env_var
+from datasette_memory.core.stored_data import STORED_DATA_NOTE
 from datasette_memory.sqltools import Limits, SqlTools
 from mcp_bridge.backends import LocalBackend
 from mcp_bridge.server import create_server
@@ -55,7 +56,10 @@ async def test_results_are_the_core_text(client, db_path):
     assert result.content[0].text == 'body\n"a,b"\n\n# 2 returned rows (complete)\n# 2 rows affected\n'
     assert result.structured_content is None
     core = SqlTools(db_path, project="alpha").read_query("SELECT * FROM notes")
-    assert (await client.call_tool("read_query", {"query": "SELECT * FROM notes"})).content[0].text == core
+    read = await client.call_tool("read_query", {"query": "SELECT * FROM notes"})
+    # a read's stored values are marked as data by one more "#" line, as every tool carrying stored text marks them
+    assert read.content[0].text == core + f"# {STORED_DATA_NOTE}\n"
+    assert read.meta["datasette-memory/note"] == STORED_DATA_NOTE
 
 
 async def test_calls_are_audited_as_the_bridge_actor_and_project(client, db_path):
@@ -80,7 +84,7 @@ async def test_the_pinned_project_holds(client, db_path):
         memory.create_entities([{"name": f"{project}-e", "entityType": "t", "observations": []}])
         memory.close()
     result = await client.call_tool("read_query", {"query": "SELECT name FROM entities"})
-    assert result.content[0].text == "name\nalpha-e\n# 1 row (complete)\n"
+    assert result.content[0].text == f"name\nalpha-e\n# 1 row (complete)\n# {STORED_DATA_NOTE}\n"
     with pytest.raises(ToolError, match="pinned to project 'alpha'"):
         await client.call_tool("read_query", {"query": "SELECT 1", "project": "beta"})
 
@@ -91,14 +95,14 @@ async def test_over_http_the_token_actor_is_audited(db_path):
     await datasette.invoke_startup()
     token = await datasette.create_token("alice")
     transport = StreamableHttpTransport(
-        "http://localhost/-/memory/mcp",
+        "http://localhost/-/memory/mcp?tools=all",  # the SQL tools are in the all profile only
         auth=token,
         httpx_client_factory=lambda **kwargs: httpx2.AsyncClient(transport=httpx2.ASGITransport(app=datasette.app()), **kwargs),
     )
     async with Client(transport) as client:
         result = await client.call_tool("read_query", {"query": "SELECT 40 + 2 AS answer"})
     await datasette.invoke_shutdown()
-    assert result.content[0].text == "answer\n42\n# 1 row (complete)\n"
+    assert result.content[0].text == f"answer\n42\n# 1 row (complete)\n# {STORED_DATA_NOTE}\n"
     assert audit(db_path)[-1][:4] == ("read_query", 1, "alice", "default")
 
 

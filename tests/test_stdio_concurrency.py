@@ -3,6 +3,7 @@
 import asyncio
 import os
 import sqlite3
+import subprocess
 import sys
 import time
 
@@ -105,6 +106,39 @@ async def test_long_write_does_not_block_reads(db_path):
     assert len(created.structured_content["entities"]) == BATCH
     assert took < write_took / 4, f"open_nodes took {took:.3f}s beside a write of {write_took:.3f}s"
     assert open_nodes_done < write_done
+
+
+# Another process holding SQLite's write lock on the file until told to let go
+HOLD_THE_WRITE_LOCK = """
+import sqlite3, sys
+conn = sqlite3.connect(sys.argv[1], isolation_level=None)
+conn.execute("BEGIN IMMEDIATE")
+print("holding", flush=True)
+sys.stdin.readline()
+conn.execute("COMMIT")
+"""
+
+
+async def test_a_read_answers_while_another_process_holds_the_write_lock(db_path):
+    memory = Memory.open(db_path, config=LEXICAL)
+    memory.create_entities([entity("e1", ["stored before"])])
+    memory.close()
+    async with stdio_client(db_path) as client:
+        await client.call_tool("open_nodes", {"names": ["e1"]})
+        holder = subprocess.Popen(
+            [sys.executable, "-c", HOLD_THE_WRITE_LOCK, str(db_path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        )
+        try:
+            assert holder.stdout.readline() == "holding\n"
+            write = asyncio.create_task(client.call_tool("create_entities", {"entities": [entity("e2")]}))
+            # a generous bound, under the 30-second busy timeout a read would wait out if it needed the lock
+            graph = await asyncio.wait_for(client.call_tool("read_graph", {}), timeout=20)
+            assert names(graph) == ["e1"]
+            assert not write.done(), "the write did not wait for the lock: the lock was not held"
+        finally:
+            holder.communicate("let go\n", timeout=30)
+        created = await write
+    assert names(created) == ["e2"]
 
 
 async def test_writes_in_flight_at_once_lose_nothing(db_path):

@@ -6,6 +6,7 @@ from typing import IO
 
 import click
 
+from ..core.atomic_files import write_atomically
 from ..core.validation import DEFAULT_PROJECT
 from ..graph.jsonl import export_lines, import_lines
 from ..memory import Memory
@@ -42,8 +43,19 @@ def import_(file: IO[str], db_path: pathlib.Path | None, project: str, actor: st
 @click.command()
 @db_option
 @project_option("The project to export")
-@click.option("-o", "--output", type=click.File("w", encoding="utf-8"), default="-", help="Write here instead of stdout")
-def export(db_path: pathlib.Path | None, project: str, output: IO[str]) -> None:
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, allow_dash=True, path_type=pathlib.Path),
+    help="Write this file instead of stdout; it appears whole, or not at all",
+)
+def export(db_path: pathlib.Path | None, project: str, output: pathlib.Path | None) -> None:
     "Export a project as the official memory server's JSONL file."
     path, conn = open_db(db_path)
-    output.write("\n".join(export_lines(Memory(conn, project=project).read_graph())))
+    text = "\n".join(export_lines(Memory(conn, project=project).read_graph()))
+    if output is None or str(output) == "-":
+        with click.open_file("-", "w", encoding="utf-8") as stdout:
+            stdout.write(text)
+            stdout.flush()
+    else:
+        write_atomically(output, text)

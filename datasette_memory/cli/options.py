@@ -2,7 +2,8 @@
 
 This is the one place the environment is read for configuration: each SQL cap
 is a ``--sql-<cap>`` flag or its ``DATASETTE_MEMORY_SQL_<CAP>`` variable, the
-snapshot folder ``--snapshot-dir`` or ``DATASETTE_MEMORY_SNAPSHOT_DIR``, and the
+snapshot folder ``--snapshot-dir`` or ``DATASETTE_MEMORY_SNAPSHOT_DIR``, the cap on
+one MCP request ``--max-request-bytes`` or ``DATASETTE_MEMORY_MAX_REQUEST_BYTES``, and the
 search settings ``DATASETTE_MEMORY_NO_VECTORS`` and the tuning variables in
 :data:`SEARCH_ENV`. Commands get them as one :class:`~datasette_memory.Config`.
 """
@@ -16,16 +17,18 @@ from typing import Any
 
 import click
 
-from ..config import Config
+from ..config import DEFAULT_MAX_REQUEST_BYTES, Config
 from ..core.database import connect
 from ..core.errors import InvalidInput, MemoryStoreError
 from ..memory import Memory
 from ..search.settings import SearchSettings
 from ..sqltools.limits import Limits, positive_int
+from .failures import using_file
 
 DB_ENV = "DATASETTE_MEMORY_DB"
 SQL_ENV_PREFIX = "DATASETTE_MEMORY_SQL_"
 SNAPSHOT_DIR_ENV = "DATASETTE_MEMORY_SNAPSHOT_DIR"
+MAX_REQUEST_BYTES_ENV = "DATASETTE_MEMORY_MAX_REQUEST_BYTES"
 NO_VECTORS_ENV = "DATASETTE_MEMORY_NO_VECTORS"
 # variable: the search setting it sets
 SEARCH_ENV = {
@@ -65,8 +68,10 @@ def db_option(function: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def resolve(db_path: pathlib.Path | None) -> pathlib.Path:
-    "The memory file a command uses: ``--db``, else the default."
-    return (db_path or default_db_path(os.environ)).expanduser().resolve()
+    "The memory file a command uses: ``--db``, else the default; its failures name it."
+    path = (db_path or default_db_path(os.environ)).expanduser().resolve()
+    using_file(path)
+    return path
 
 
 def open_db(db_path: pathlib.Path | None) -> tuple[pathlib.Path, Any]:
@@ -128,8 +133,8 @@ def checked_cap(ctx: click.Context, param: click.Parameter, value: Any) -> int |
 
 def config_options(function: Callable[..., Any]) -> Callable[..., Any]:
     """
-    Add ``--sql-<cap>`` for every SQL cap, and ``--snapshot-dir``, to a click
-    command; it is called with ``config``, a :class:`~datasette_memory.Config`
+    Add ``--sql-<cap>`` for every SQL cap, ``--snapshot-dir`` and ``--max-request-bytes``
+    to a click command; it is called with ``config``, a :class:`~datasette_memory.Config`
     holding them and the search settings from the environment.
     """
 
@@ -137,10 +142,12 @@ def config_options(function: Callable[..., Any]) -> Callable[..., Any]:
     def command(*args: Any, **kwargs: Any) -> Any:
         caps = {f.name: kwargs.pop("sql_" + f.name) for f in dataclasses.fields(Limits)}
         snapshot_dir = kwargs.pop("snapshot_dir")
+        max_request_bytes = kwargs.pop("max_request_bytes")
         kwargs["config"] = Config(
             search=search_settings(os.environ),
             sql=Limits(**{name: value for name, value in caps.items() if value is not None}),
             snapshot_dir=pathlib.Path(snapshot_dir).expanduser() if snapshot_dir else None,
+            max_request_bytes=max_request_bytes or DEFAULT_MAX_REQUEST_BYTES,
         )
         return function(*args, **kwargs)
 
@@ -153,6 +160,14 @@ def config_options(function: Callable[..., Any]) -> Callable[..., Any]:
             callback=checked_cap,
             help=f"{field.metadata['help']}  [default: {field.default}]",
         )(command)
+    command = click.option(
+        "--max-request-bytes",
+        type=click.INT,
+        envvar=MAX_REQUEST_BYTES_ENV,
+        callback=checked_cap,
+        help="Most bytes one MCP request may hold (a stdio line, an HTTP body); a longer one is refused, "
+        f"unparsed  [default: {DEFAULT_MAX_REQUEST_BYTES}]",
+    )(command)
     return click.option(
         "--snapshot-dir",
         type=click.Path(file_okay=False),

@@ -16,6 +16,7 @@ import click
 import yaml
 
 from ..config import Config
+from ..core.atomic_files import write_atomically
 from ..governed.person_actions import APPROVE_ACTION, CURATE_ACTION
 from .options import config_options, db_option, open_db
 
@@ -78,6 +79,7 @@ def serve(
 
     path, conn = open_db(db_path)
     conn.close()
+    secret = token_secret(path)  # an unusable secret file stops the start here, before any link is printed
     click.echo(f"Memory file: {path}", err=True)
     token = secrets.token_urlsafe(24)
     people = People(owner, approvers, curators, root)
@@ -99,7 +101,7 @@ def serve(
         port=port,
         config=io.StringIO(json.dumps(settings)),
         metadata=io.StringIO(json.dumps(datasette_config("metadata.yml", path.stem))),
-        secret=token_secret(path),
+        secret=secret,
         root=root,
     )
 
@@ -188,19 +190,41 @@ def url_host(host: str) -> str:
 def token_secret(path: pathlib.Path) -> str:
     """
     The secret that signs API tokens for this memory file: ``$DATASETTE_SECRET``,
-    else one kept beside the file (created on first use, readable by its owner
-    only), so tokens outlive a restart.
+    else one kept beside the file (created on first use, whole or not at all,
+    readable by its owner only), so tokens outlive a restart.
 
     :param path: the memory file
+    :raises click.ClickException: naming the secret file, if it is empty or cannot be read
     """
     if os.environ.get("DATASETTE_SECRET"):
         return os.environ["DATASETTE_SECRET"]
     secret_file = path.with_name(path.name + ".secret")
-    if not secret_file.exists():
-        descriptor = os.open(secret_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(descriptor, "w") as f:
-            f.write(secrets.token_hex(32))
-    return secret_file.read_text().strip()
+    if not os.path.lexists(secret_file):
+        # another process starting at the same moment may create it first: then its secret is the one
+        write_atomically(secret_file, secrets.token_hex(32), mode=0o600, replace=False)
+    return read_secret(secret_file)
+
+
+# what to do about a secret file that cannot be used
+NEW_SECRET = ("delete it and a new one is made at the next start (tokens signed with the old one stop working), "
+              "or set $DATASETTE_SECRET")
+
+
+def read_secret(secret_file: pathlib.Path) -> str:
+    "The secret kept in ``secret_file``, or an error naming the file and what to do."
+    try:
+        secret = secret_file.read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError) as e:
+        reason = e.strerror if isinstance(e, OSError) else "it is not text"
+        raise click.ClickException(
+            f"{secret_file}: cannot read the secret that signs API tokens ({reason}); give this user read access "
+            f"to it, or {NEW_SECRET}"
+        )
+    if not secret:
+        raise click.ClickException(
+            f"{secret_file}: the secret that signs API tokens is empty (was its creation interrupted?); {NEW_SECRET}"
+        )
+    return secret
 
 
 @click.command(name="create-token")

@@ -6,8 +6,6 @@ import sqlite3
 import time
 from collections.abc import Iterator
 
-from sqlite_utils import Database
-
 from . import witness
 from .errors import DamagedFile, SchemaTooNewError
 from .migrations import MIGRATION_SET, migrations
@@ -26,6 +24,18 @@ def configure(conn: sqlite3.Connection) -> None:
     conn.execute("PRAGMA foreign_keys = ON")
 
 
+def applied_migrations(conn: sqlite3.Connection) -> set[str]:
+    """
+    Names of the migrations of ours the file has applied.
+
+    :param conn: an open connection
+    """
+    if not conn.execute("SELECT 1 FROM sqlite_master WHERE name = ?", [migrations.migrations_table]).fetchone():
+        return set()
+    query = f"SELECT name FROM [{migrations.migrations_table}] WHERE migration_set = ?"
+    return {row[0] for row in conn.execute(query, [MIGRATION_SET])}
+
+
 def unknown_migrations(conn: sqlite3.Connection) -> list[str]:
     """
     Names of applied migrations this code does not know: a newer schema.
@@ -37,7 +47,7 @@ def unknown_migrations(conn: sqlite3.Connection) -> list[str]:
     ).fetchone()
     if not exists:
         return []
-    known = {m.name for m in migrations._migrations}
+    known = set(migrations.names())
     applied = [
         row[0]
         for row in conn.execute(
@@ -60,6 +70,10 @@ def migrate(conn: sqlite3.Connection) -> None:
     """
     check_not_newer(conn)
     enable_wal(conn)
+    if set(migrations.names()) <= applied_migrations(conn):
+        return  # current: sqlite-utils (and the numpy it imports) stays unimported
+    from sqlite_utils import Database
+
     db = Database(conn, execute_plugins=False)
     if not migrations.pending(db):
         return
@@ -111,7 +125,8 @@ def connect(path: str | pathlib.Path, check_pages: bool = False) -> sqlite3.Conn
     :param path: the memory file; its parent folder is created if missing
     :param check_pages: first run SQLite's quick check, and refuse a damaged file
         (a server about to write to it for hours asks this; a short call need not)
-    :raises DamagedFile: if the check fails, or the file is not a database
+    :raises DamagedFile: if the check finds damage (a file that is not a database raises SQLite's own error;
+        :func:`~.file_errors.file_failure` says what any of SQLite's errors means)
     """
     path = pathlib.Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -150,6 +165,8 @@ def refuse_damaged(conn: sqlite3.Connection, path: pathlib.Path) -> None:
     try:
         found = [row[0] for row in conn.execute("PRAGMA quick_check")]
     except sqlite3.DatabaseError as e:
+        if not (getattr(e, "sqlite_errorname", "") or "").startswith("SQLITE_CORRUPT"):
+            raise  # not damage: not a database, or unreadable here (read-only or full folder, a lock); the doors say which
         found = [str(e)]
     if found != ["ok"]:
         raise DamagedFile(

@@ -1,19 +1,78 @@
 """The memory file's schema, as ordered sqlite-utils migrations.
 
 Never edit an applied migration: add ``m00N_...`` below it instead.
+
+sqlite-utils is imported only when a migration has to run (or a check needs its
+registry): it imports numpy where numpy is installed, which would cost every
+short command (a hook runs on every prompt) a tenth of a second for nothing.
 """
 
+from __future__ import annotations
+
+import functools
 import sqlite3
 import uuid
-
-from sqlite_utils import Database
-from sqlite_utils.migrations import Migrations
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from .ledger import GENESIS_HASH, chained_hash
 
+if TYPE_CHECKING:
+    from sqlite_utils import Database
+    from sqlite_utils.migrations import Migrations
+
 MIGRATION_SET = "datasette_memory"
 
-migrations = Migrations(MIGRATION_SET)
+
+class MigrationSet:
+    """
+    sqlite-utils' ``Migrations``, made when first used: registering a migration and
+    naming them (:meth:`names`) need no sqlite-utils.
+
+    :param name: the migration set's name
+    """
+
+    migrations_table = "_sqlite_migrations"
+
+    def __init__(self, name: str):
+        self.name = name
+        self.functions: list[Callable[[Database], None]] = []
+
+    def __call__(self) -> Callable[[Callable[[Database], None]], Callable[[Database], None]]:
+        "Register the decorated function as the next migration, as ``@Migrations()`` does."
+
+        def register(function: Callable[[Database], None]) -> Callable[[Database], None]:
+            self.functions.append(function)
+            return function
+
+        return register
+
+    def names(self) -> list[str]:
+        "The migrations' names, in order."
+        return [function.__name__ for function in self.functions]
+
+    @functools.cached_property
+    def built(self) -> Migrations:
+        "sqlite-utils' ``Migrations`` holding them."
+        from sqlite_utils.migrations import Migrations
+
+        built = Migrations(self.name)
+        for function in self.functions:
+            built()(function)
+        return built
+
+    @property
+    def _migrations(self) -> Any:
+        return self.built._migrations
+
+    def pending(self, db: Database) -> Any:
+        return self.built.pending(db)
+
+    def apply(self, db: Database, **kwargs: Any) -> None:
+        self.built.apply(db, **kwargs)
+
+
+migrations = MigrationSet(MIGRATION_SET)
 
 
 def run_script(db: Database, script: str) -> None:

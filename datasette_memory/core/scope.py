@@ -34,6 +34,10 @@ class Scope:
     allow_secrets: bool = False
     after_write: Callable[[int], None] | None = None
 
+    def __post_init__(self) -> None:
+        # a project's name is stored in every row and event of it
+        self.refuse_secrets(project=self.project)
+
     def refuse_secrets(self, **fields: Any) -> None:
         "Refuse text that looks like a credential in any of ``fields``, unless secrets are allowed."
         if not self.allow_secrets:

@@ -16,7 +16,7 @@ from ..core.clock import now, parse_time
 from ..core.errors import InvalidInput
 from ..core.scope import Scope
 from ..core.validation import check_limit, check_text
-from . import claims, context_pack, facts, review
+from . import claims, context_pack, facts, review, status
 from .contradictions import find_contradictions
 from .gate import Reviewer, require_reviewer
 from .statements import check_rationale, check_statement
@@ -135,6 +135,15 @@ class GovernedTier:
     def contradictions(self) -> list[dict[str, Any]]:
         "Pairs of facts, and facts and pending claims, that contradict each other, for a person to review."
         return find_contradictions(self.scope.conn, self.scope.project)
+
+    def review_status(self, stale_days: Any = status.STALE_DAYS) -> dict[str, Any]:
+        """
+        Counts of what waits for a person: pending claims, those contradicting something, contradictions, stale entities.
+
+        :param stale_days: an entity with nothing added for more days than this is stale, 0 to 36500
+        :return: ``{project, pending_claims, contradicted_claims, contradictions, stale_entities, stale_days}``
+        """
+        return status.review_status(self.scope.conn, self.scope.project, check_limit(stale_days, "stale_days", 0, 36500))
 
     def build_context_pack(self, query: Any = "", budget: Any = DEFAULT_BUDGET, include_proposed: Any = True) -> dict[str, Any]:
         """

@@ -10,6 +10,7 @@ from collections import Counter
 from typing import Any
 
 from ..core.budget import leading_within
+from ..core.stored_data import noted
 from ..core.validation import check_limit
 from .replay import Project
 
@@ -70,11 +71,11 @@ def memory_diff(before: Project, after: Project, moments: tuple[dict, dict], bud
     counts = Counter(item["change"] for item in found)
     included, used = leading_within(found, budget, separator=2)  # ", " between changes
     left_out = Counter(item["change"] for item in found[len(included):])
-    return {
+    return noted({
         "from": {k: moments[0][k] for k in ("event_id", "ts", "asked")},
         "to": {k: moments[1][k] for k in ("event_id", "ts", "asked")},
         "changes": included,
         "counts": dict(counts),
         "accounting": {"changes": len(found), "returned": len(included), "left_out_by_budget": len(found) - len(included),
                        "left_out": dict(left_out), "bytes": used, "budget": budget},
-    }
+    })

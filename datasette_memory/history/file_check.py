@@ -23,8 +23,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlite_utils import Database
-
 from ..core import witness
 from ..core.clock import now
 from ..core.database import unknown_migrations
@@ -230,6 +228,8 @@ def schema(conn: sqlite3.Connection, check: Check) -> None:
 @functools.cache
 def expected_schema() -> dict[tuple[str, str], tuple[str, str | None]]:
     "``{(type, name): (table, sql)}`` of a file the migrations just made."
+    from sqlite_utils import Database  # only here: it imports numpy where numpy is installed
+
     fresh = sqlite3.connect(":memory:", isolation_level=None)
     try:
         migrations.apply(Database(fresh, execute_plugins=False))

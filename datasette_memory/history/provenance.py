@@ -14,6 +14,7 @@ from typing import Any
 
 from ..core.budget import json_bytes
 from ..core.errors import NotFound
+from ..core.stored_data import noted
 from ..core.validation import check_limit
 from ..governed.claims import claim_dict, load_claim
 from ..governed.facts import load_fact
@@ -48,8 +49,8 @@ def entity_provenance(conn: sqlite3.Connection, project: str, name: str, budget:
     relations = [{"from": f, "to": t, "relationType": r, "events": walk.relation[(f, t, r)]}
                  for (f, t, r) in walk.relation if name in (f, t)]
     history = walk.entity[name]
-    return within_budget({"entity": name, "project": project, "observations": observations,
-                          "relations": relations, "history": history}, budget)
+    return within_budget(noted({"entity": name, "project": project, "observations": observations,
+                                "relations": relations, "history": history}), budget)
 
 
 class Origins:
@@ -132,17 +133,20 @@ def within_budget(result: dict[str, Any], budget: int, lists: tuple[str, ...] = 
     newest ones; the others keep their first ones. Says what was left out.
     """
     full = {key: len(result[key]) for key in lists}
+
+    def accounting() -> dict[str, Any]:
+        # counted while cutting: "bytes" holds the budget until the end, never fewer digits than the result's size
+        return {"budget": budget, "bytes": budget, "left_out_by_budget": {key: full[key] - len(result[key]) for key in full}}
+
+    result["accounting"] = accounting()
     while json_bytes(result) > budget:
         longest = max(lists, key=lambda key: json_bytes(result[key]) if result[key] else -1)
         if not result[longest]:
             break
         items = result[longest]
         result[longest] = items[:1] + items[2:] if longest in ("history", "events") and len(items) > 1 else items[:-1]
-    result["accounting"] = {
-        "budget": budget,
-        "bytes": json_bytes(result),
-        "left_out_by_budget": {key: full[key] - len(result[key]) for key in full},
-    }
+        result["accounting"] = accounting()
+    result["accounting"]["bytes"] = json_bytes(result)
     return result
 
 
@@ -153,6 +157,7 @@ def budgeted(result: dict[str, Any], budget: Any) -> dict[str, Any]:
     claim gets half the budget.
     """
     budget = check_limit(budget, "budget", 1_000, 200_000)
+    result = noted(result)
     claim_lists = ("events", "evidence", "reviews")
     if "fact" not in result:
         return within_budget(result, budget, claim_lists)

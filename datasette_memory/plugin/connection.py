@@ -34,7 +34,8 @@ def memory_config(datasette) -> Config:
     ``datasette-memory serve`` fills it in from its flags and the environment.
     """
     if datasette not in _configs:
-        settings = {k: v for k, v in (datasette.plugin_config(PLUGIN_NAME) or {}).items() if k not in ("database", "sign_in")}
+        door_settings = ("database", "sign_in", "mcp_tools")
+        settings = {k: v for k, v in (datasette.plugin_config(PLUGIN_NAME) or {}).items() if k not in door_settings}
         try:
             _configs[datasette] = Config.from_mapping(settings)
         except InvalidInput as e:

@@ -4,18 +4,31 @@ The core's errors say what was wrong and what to do; this maps each kind to a
 status (403 without permission, 404 for something missing, 400 for bad input)
 and renders it. A script gets ``{"ok": false, "error", "field"}``; a person
 gets the memory pages' navigation and the message.
+
+The file's own failures (a full disk, a lock held too long, a damaged file),
+on any page, are said in one line too (:func:`render_file_failure`), and
+logged at most once a minute per kind instead of with a traceback per request.
 """
 
 import functools
+import logging
+import pathlib
+import weakref
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from datasette import Response
+from datasette import Response, hookimpl
 
 from ..core.errors import InvalidInput, MemoryStoreError, NotFound
+from ..core.file_errors import DISK_FULL, LOCKED, FileFailure, file_failure
+from ..core.log_throttle import LogThrottle
+from .connection import memory_database
 from .pages import render_page
 
 STATUS = {PermissionError: 403, NotFound: 404, InvalidInput: 400}
+# a file's failure: 507 Insufficient Storage for a full disk, 503 for a lock to wait out, else 500
+FAILURE_STATUS = {DISK_FULL: 507, LOCKED: 503}
+_failure_logs: "weakref.WeakKeyDictionary[Any, LogThrottle]" = weakref.WeakKeyDictionary()
 View = Callable[[Any, Any], Awaitable[Response]]
 FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
 
@@ -65,3 +78,37 @@ def handled(view: View) -> View:
             return await render_error(datasette, request, e)
 
     return inner
+
+
+@hookimpl(wrapper=True)
+def handle_exception(datasette: Any, request: Any, exception: Exception) -> Any:
+    """
+    A file's failure as one line, instead of Datasette's page and the traceback
+    its own handler prints for every request: a wrapper, so that handler's
+    response (and its printing) is replaced, never run.
+    """
+    responses = yield
+    db = memory_database(datasette)
+    path = db.path if db is not None else None
+    # a visitor is told the file's name, not where it is on the server
+    failure = file_failure(exception, path, shown_as=pathlib.Path(path).name if path else None)
+    if failure is None:
+        return responses
+    failure_log = _failure_logs.setdefault(datasette, LogThrottle(logging.getLogger("datasette_memory.plugin")))
+    failure_log.log(failure.kind, f"{request.method} {request.path}: {failure.message}")
+
+    async def inner() -> Response:
+        return await render_file_failure(datasette, request, failure)
+
+    return [inner]
+
+
+async def render_file_failure(datasette: Any, request: Any, failure: FileFailure) -> Response:
+    "The page or JSON saying a file's failure; plain text if even the page cannot be rendered."
+    status = FAILURE_STATUS.get(failure.kind, 500)
+    if not for_a_person(request):
+        return Response.json({"ok": False, "error": failure.message, "status": status}, status=status)
+    try:
+        return await render_page(datasette, request, "memory_error.html", None, {"status": status, "message": failure.message}, status)
+    except Exception:  # the page's own reads fail the same way
+        return Response.text(failure.message, status=status)

@@ -28,6 +28,11 @@ class DatasetteBackend:
         self.allow_secrets = allow_secrets
         self.config = memory_config(datasette)
 
+    @property
+    def path(self) -> str:
+        "The memory file Datasette serves: a tool error about the file names it."
+        return memory_database(self.datasette).path
+
     def caller(self) -> tuple[str, str | None]:
         "Who is calling: the actor of the request's API token, and its MCP session."
         request = get_http_request()
@@ -41,4 +46,5 @@ class DatasetteBackend:
 
     async def sql(self, function: Callable[[SqlTools], T], project: str) -> T:
         "Run ``function(sql_tools)`` on the file Datasette serves, off the event loop."
-        return await run_sql(function, memory_database(self.datasette).path, project, self.caller(), self.config)
+        path = memory_database(self.datasette).path
+        return await run_sql(function, path, project, self.caller(), self.config, self.allow_secrets)

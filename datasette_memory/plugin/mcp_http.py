@@ -1,4 +1,8 @@
-"""MCP over streamable HTTP at ``/-/memory/mcp``, authenticated by Datasette API tokens."""
+"""MCP over streamable HTTP at ``/-/memory/mcp``, authenticated by Datasette API tokens.
+
+``?tools=official|memory|all`` picks the tool profile (else the plugin setting
+``mcp_tools``, else :data:`~mcp_bridge.profiles.DEFAULT_PROFILE`): one MCP app per profile.
+"""
 
 import asyncio
 import weakref
@@ -6,7 +10,10 @@ import weakref
 from datasette import Response, hookimpl
 from datasette.resources import DatabaseResource
 
-from .connection import memory_database
+from mcp_bridge.profiles import DEFAULT_PROFILE, check_profile
+
+from ..core.errors import InvalidInput
+from .connection import PLUGIN_NAME, memory_config, memory_database
 
 MCP_PATH = "/-/memory/mcp"
 
@@ -51,19 +58,36 @@ class LifespanRunner:
 _runners = weakref.WeakKeyDictionary()
 
 
-def runner_for(datasette) -> LifespanRunner:
-    "One MCP app per Datasette instance, built on first use."
-    if datasette not in _runners:
+def runner_for(datasette, profile: str) -> LifespanRunner:
+    "One MCP app per Datasette instance and tool profile, built on first use."
+    runners = _runners.setdefault(datasette, {})
+    if profile not in runners:
         # imported on the first MCP request, so Datasette starts without loading fastmcp
         from mcp_bridge.server import create_server
 
         from .mcp_backend import DatasetteBackend
 
-        server = create_server(DatasetteBackend(datasette))
-        _runners[datasette] = LifespanRunner(
+        server = create_server(DatasetteBackend(datasette), profile=profile)
+        runners[profile] = LifespanRunner(
             server.http_app(path=MCP_PATH, stateless_http=True, json_response=True)
         )
-    return _runners[datasette]
+    return runners[profile]
+
+
+def configured_profile(datasette) -> str:
+    "The tool profile the endpoint offers when a request names none: the plugin setting ``mcp_tools``, else the default."
+    value = (datasette.plugin_config(PLUGIN_NAME) or {}).get("mcp_tools", DEFAULT_PROFILE)
+    try:
+        return check_profile(value, "mcp_tools")
+    except InvalidInput as e:
+        raise InvalidInput(f"plugins.{PLUGIN_NAME}.{e}; fix the Datasette configuration") from None
+
+
+def requested_profile(datasette, request) -> str:
+    "The tool profile a request asks for with ``?tools=``, else the configured one; :class:`InvalidInput` if unknown."
+    if "tools" in request.args:
+        return check_profile(request.args.get("tools"), "tools")
+    return configured_profile(datasette)
 
 
 def unauthorized(message: str) -> Response:
@@ -73,7 +97,10 @@ def unauthorized(message: str) -> Response:
 
 
 async def mcp_endpoint(scope, receive, send, datasette, request):
-    "Forward to the MCP app once the caller has shown an API token and may see the memory database."
+    """
+    Forward to the MCP app once the caller has shown an API token and may see the
+    memory database, and a POST's body is one well-formed MCP message within the cap.
+    """
     if not request.headers.get("authorization", "").lower().startswith("bearer ") or request.actor is None:
         return unauthorized(
             "MCP over HTTP needs a Datasette API token: send 'Authorization: Bearer <token>' "
@@ -81,8 +108,23 @@ async def mcp_endpoint(scope, receive, send, datasette, request):
         )
     db = memory_database(datasette)
     await datasette.ensure_permission(action="view-database", resource=DatabaseResource(db.name), actor=request.actor)
-    runner = runner_for(datasette)
+    try:
+        profile = requested_profile(datasette, request)
+    except InvalidInput as e:
+        return Response.json(
+            {"ok": False, "error": f"{e}: add ?tools=official, ?tools=memory or ?tools=all to the URL"}, status=400
+        )
+    from .mcp_request import RefusedRequest, checked_receive, lift_sdk_body_cap  # on the first MCP request, as fastmcp is
+
+    max_bytes = memory_config(datasette).max_request_bytes
+    if scope["method"] == "POST":
+        try:
+            receive = await checked_receive(scope, receive, max_bytes)
+        except RefusedRequest as e:
+            return e.response()
+    runner = runner_for(datasette, profile)
     await runner.ensure_started()
+    lift_sdk_body_cap(runner.app, max_bytes)
     await runner.app(dict(scope, path=MCP_PATH), receive, send)
 
 
@@ -91,10 +133,15 @@ def register_mcp_routes(datasette):
     return [(r"^/-/memory/mcp/?$", mcp_endpoint)]
 
 
+@hookimpl(specname="startup")
+def check_mcp_tools(datasette):
+    configured_profile(datasette)  # a mistake in the configuration stops the server here, not on a request
+
+
 @hookimpl(specname="shutdown")
 def stop_mcp(datasette):
     async def inner():
-        if datasette in _runners:
-            await _runners[datasette].stop()
+        for runner in _runners.get(datasette, {}).values():
+            await runner.stop()
 
     return inner

@@ -7,6 +7,7 @@ from typing import Any, TypeVar
 
 from ..core.database import write_transaction
 from ..core.errors import InvalidInput
+from ..core.file_errors import READ_ONLY, file_failure
 from ..core.validation import check_text
 from .audit_log import AuditRecord
 from .connections import AgentConnection
@@ -100,6 +101,10 @@ class Run:
             return SqlRefused(ATTACH_REFUSED)
         if "one statement at a time" in message:
             return SqlRefused("one statement per call: remove everything after the first statement's ';'")
+        failure = file_failure(error, self.agent.path) if isinstance(error, sqlite3.Error) else None
+        # the file, not the statement: full, locked, damaged (a read's connection is read-only by design)
+        if failure is not None and (self.write or failure.kind != READ_ONLY):
+            return SqlError(failure.message + undone)
         return SqlError(f"SQLite could not run the statement: {message}")
 
 

@@ -7,15 +7,29 @@ a destructive statement, so no number of manual snapshots can rotate away the
 copy that recovers from a destructive statement.
 """
 
+import contextlib
 import datetime
 import os
 import pathlib
 import re
 import sqlite3
 
+from ..core.errors import MemoryStoreError
+from ..core.file_errors import DISK_FULL, PERMISSION_DENIED, READ_ONLY, file_failure
+
 MANUAL = "manual"
 BEFORE_DESTRUCTIVE = "before-destructive"
 KINDS = (MANUAL, BEFORE_DESTRUCTIVE)
+# what to do when a snapshot cannot be written, by the kind of failure
+ADVICE = {
+    DISK_FULL: "Free some space there",
+    READ_ONLY: "Make the folder writable",
+    PERMISSION_DENIED: "Give this user write access to the folder",
+}
+
+
+class SnapshotFailed(MemoryStoreError):
+    """A snapshot could not be written (a full disk, a read-only folder); nothing was left behind or changed."""
 
 
 def snapshot_folder(db_path: str | pathlib.Path, configured: str | pathlib.Path | None = None) -> pathlib.Path:
@@ -61,29 +75,56 @@ def take_snapshot(db_path: str | pathlib.Path, folder: pathlib.Path, kind: str) 
     """
     Copy the memory file's committed state into ``folder``.
 
-    The copy is written under a temporary name and renamed when complete, so
-    a half-written snapshot never looks like one. Rotation is the caller's
-    next step (see :func:`rotate`), once the snapshot has served its purpose.
+    The copy is written under a temporary name in ``folder`` and renamed when
+    complete, so a half-written snapshot never looks like one; on any failure
+    (a full disk included) the temporary file is removed. Rotation is the
+    caller's next step (see :func:`rotate`), once the snapshot has served its purpose.
 
     :param db_path: the memory file
     :param folder: the snapshot folder, created if missing
     :param kind: MANUAL or BEFORE_DESTRUCTIVE
     :return: the snapshot's path
+    :raises SnapshotFailed: saying why, if the snapshot could not be written
     """
     db_path = pathlib.Path(db_path)
-    folder.mkdir(parents=True, exist_ok=True)
     path = new_snapshot_path(folder, db_path.stem, kind)
-    partial = path.with_name(path.name + ".partial")
-    source = sqlite3.connect(db_path.resolve().as_uri() + "?mode=ro", uri=True)
-    target = sqlite3.connect(str(partial))
+    temporary = folder / f".{path.name}.{os.getpid()}.tmp"  # no snapshot's name: never listed, never rotated
     try:
-        source.backup(target)
-        target.execute("PRAGMA journal_mode = DELETE")
+        folder.mkdir(parents=True, exist_ok=True)
+        copy_database(db_path, temporary)
+        os.replace(temporary, path)
+    except (sqlite3.Error, OSError) as e:
+        raise snapshot_failed(folder, e) from e
     finally:
-        target.close()
-        source.close()
-    os.replace(partial, path)
+        for leftover in (temporary, temporary.with_name(temporary.name + "-journal")):
+            with contextlib.suppress(OSError):
+                leftover.unlink(missing_ok=True)
     return path
+
+
+def copy_database(db_path: pathlib.Path, target: pathlib.Path) -> None:
+    "Copy the committed state of ``db_path`` to a new file ``target`` with SQLite's online backup API."
+    source = sqlite3.connect(db_path.resolve().as_uri() + "?mode=ro", uri=True)
+    try:
+        copy = sqlite3.connect(str(target))
+        try:
+            source.backup(copy)
+            copy.execute("PRAGMA journal_mode = DELETE")
+        finally:
+            copy.close()
+    finally:
+        source.close()
+
+
+def snapshot_failed(folder: pathlib.Path, error: BaseException) -> SnapshotFailed:
+    "The error saying why a snapshot into ``folder`` could not be written, and what to do."
+    failure = file_failure(error, folder / "snapshot")
+    reason = failure.what if failure else f"{type(error).__name__}: {error}"
+    advice = ADVICE.get(failure.kind if failure else "", "Check the folder")
+    return SnapshotFailed(
+        f"{folder}: the snapshot could not be written ({reason}); no partial snapshot was left and nothing was changed. "
+        f"{advice}, or set another snapshot folder (--snapshot-dir)"
+    )
 
 
 def rotate(folder: pathlib.Path, stem: str, kind: str, keep: int) -> list[pathlib.Path]:

@@ -14,6 +14,7 @@ from typing import Any
 from ..core.database import connect
 from ..core.errors import InvalidInput
 from ..core.ledger import Caller
+from ..core.secrets import mask_secrets, refuse_secrets
 from ..core.validation import check_name, check_project
 from . import catalog, create_view, read_query, search_text, write_query
 from .audit_log import AuditRecord, write_audit
@@ -37,6 +38,7 @@ class SqlTools:
     :param limits: the caps; the defaults of :class:`~.limits.Limits` if not given
     :param snapshot_dir: where snapshots go; by default ``<file stem>-snapshots`` next to the file
     :param search_engine: ``auto`` (ripgrep when installed), ``ripgrep`` or ``python``
+    :param allow_secrets: run calls whose text looks like a credential, and keep it unmasked in the audit log
     """
 
     def __init__(
@@ -48,7 +50,11 @@ class SqlTools:
         limits: Limits | None = None,
         snapshot_dir: str | pathlib.Path | None = None,
         search_engine: str = "auto",
+        allow_secrets: bool = False,
     ):
+        self.allow_secrets = allow_secrets
+        if not allow_secrets:
+            refuse_secrets(project, "project")
         self.path = pathlib.Path(path).resolve()
         self.project = check_project(project) if project is not None else None
         self.caller = Caller(check_name(actor, "actor"), session)
@@ -61,10 +67,17 @@ class SqlTools:
 
     @contextlib.contextmanager
     def call(self, tool: str, arguments: dict[str, Any], write: bool) -> Iterator[Call]:
-        "One audited call on a fresh connection: yields its :class:`Call`."
-        record = AuditRecord(tool, arguments)
+        """
+        One audited call on a fresh connection: yields its :class:`Call`. Text
+        that looks like a credential is refused before anything runs, and the
+        audit row keeps it masked.
+        """
+        record = self.record(tool, arguments)
         started = time.perf_counter()
         try:
+            if not self.allow_secrets:
+                for name, value in arguments.items():
+                    refuse_secrets(value, name)
             agent = open_agent_connection(self.path, self.limits, write, self.project)
             try:
                 yield Call(agent, self.limits, record, self.caller.actor)
@@ -72,7 +85,7 @@ class SqlTools:
                 agent.close()
             record.ok = True
         except BaseException as e:
-            record.error = str(e) or type(e).__name__
+            record.error = self.masked(str(e) or type(e).__name__)
             raise
         finally:
             elapsed = (time.perf_counter() - started) * 1000
@@ -87,8 +100,17 @@ class SqlTools:
         :param arguments: the arguments as given
         :param error: why the call was refused
         """
-        record = AuditRecord(tool, arguments, error=error)
+        record = self.record(tool, arguments)
+        record.error = self.masked(error)
         write_audit(self.path, record, self.caller, self.project, 0.0, self.limits.audit_text_chars)
+
+    def record(self, tool: str, arguments: dict[str, Any]) -> AuditRecord:
+        "A call's audit record, its arguments' secrets masked."
+        return AuditRecord(tool, self.masked(arguments))
+
+    def masked(self, value: Any) -> Any:
+        "``value`` as the audit log keeps it: likely secrets masked, unless secrets are allowed."
+        return value if self.allow_secrets else mask_secrets(value)
 
     def read_query(self, query: Any, limit: Any = None) -> str:
         """

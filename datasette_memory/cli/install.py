@@ -1,0 +1,151 @@
+"""``install`` and ``uninstall``: register the MCP server and the hooks with Claude Code or Codex.
+
+Every change is planned before any file is written, so a malformed settings file
+stops the command before it has changed anything; see :mod:`datasette_memory.clients`.
+"""
+
+import datetime
+import os
+import pathlib
+import shlex
+import shutil
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from ..clients import CLIENTS, SCOPES, FileChange, Places, Registration, SettingsFileError, apply
+from ..clients.registration import DEFAULT_SERVER_NAME, EXECUTABLE_NAME
+from .options import db_option
+
+CODEX_HOME_ENV = "CODEX_HOME"
+NEXT_STEPS = {
+    "claude-code": "Start a new Claude Code session (or run /mcp and /hooks in one) to pick this up.",
+    "codex": "Start a new Codex session to pick this up (Codex reads a project's .codex/ folder only once you trust the project).",
+}
+
+
+def this_executable() -> str:
+    """
+    The ``datasette-memory`` command being run, as an absolute path, so the
+    client finds it without this virtualenv on its ``PATH``. Not resolved: a
+    symlink such as pipx's ``~/.local/bin/datasette-memory`` outlives upgrades.
+    """
+    invoked = pathlib.Path(sys.argv[0])
+    beside_python = pathlib.Path(sys.executable).parent / EXECUTABLE_NAME
+    on_path = shutil.which(EXECUTABLE_NAME)
+    for candidate in (invoked if invoked.name == EXECUTABLE_NAME else None, beside_python, on_path):
+        if candidate and pathlib.Path(candidate).is_file():
+            return os.path.abspath(candidate)
+    raise click.ClickException(f"cannot find the {EXECUTABLE_NAME} executable to register; pass --executable PATH")
+
+
+def place_options(function: Callable[..., Any]) -> Callable[..., Any]:
+    "The options saying which client and which files: shared by install and uninstall."
+    for option in reversed([
+        click.argument("client", type=click.Choice(list(CLIENTS))),
+        click.option("--scope", type=click.Choice(SCOPES), default="project", show_default=True,
+                     help="project: files in the project folder, for everyone who checks it out; user: files in your home folder, "
+                     "for every project"),
+        click.option("--folder", type=click.Path(file_okay=False, path_type=pathlib.Path), default=".",
+                     help="The project folder, for --scope project  [default: the current folder]"),
+        click.option("--codex-home", type=click.Path(file_okay=False, path_type=pathlib.Path), envvar=CODEX_HOME_ENV,
+                     help=f"Codex's folder, for --scope user  [default: ${CODEX_HOME_ENV}, else ~/.codex]"),
+        click.option("--name", "server_name", default=DEFAULT_SERVER_NAME, show_default=True,
+                     callback=checked_server_name, help="The name the MCP server is registered under"),
+        click.option("--dry-run", is_flag=True, help="Print what would change, as a diff of each file, and write nothing"),
+    ]):
+        function = option(function)
+    return function
+
+
+def checked_server_name(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    "A server name both clients accept as it is: letters, digits, _ and -."
+    if not value or not all(c.isascii() and (c.isalnum() or c in "_-") for c in value):
+        raise click.BadParameter(f"{value!r}: use letters, digits, _ and - only")
+    return value
+
+
+def places(scope: str, folder: pathlib.Path, codex_home: pathlib.Path | None) -> Places:
+    home = pathlib.Path.home()
+    return Places(scope, folder.absolute(), home, (codex_home or home / ".codex").expanduser().absolute())
+
+
+@click.command()
+@place_options
+@db_option
+@click.option("--project", help="Pin the MCP server and the hooks to this memory project")
+@click.option("--with-stop-hook", is_flag=True, help="Also run `datasette-memory hook stop` when the agent finishes a turn")
+@click.option("--executable", metavar="PATH", help="The datasette-memory command the client runs  [default: the absolute path of this one]")
+def install(client: str, scope: str, folder: pathlib.Path, codex_home: pathlib.Path | None, server_name: str, dry_run: bool,
+            db_path: pathlib.Path | None, project: str | None, with_stop_hook: bool, executable: str | None) -> None:
+    """Register the MCP server and the hooks with CLIENT (claude-code or codex).
+
+    Merges its entries into the client's settings and keeps everything else in
+    them; a file that changes is backed up first to <file>.bak-<timestamp>.
+    Running it again changes nothing; run it with other options to change ours.
+    """
+    registration = Registration(
+        executable=executable or this_executable(),
+        db=db_path.expanduser().absolute() if db_path else None,
+        project=project,
+        with_stop_hook=with_stop_hook,
+        server_name=server_name,
+    )
+    where = places(scope, folder, codex_home)
+    run(client, where, lambda: CLIENTS[client].install_changes(registration, where), dry_run)
+    if not dry_run:
+        click.echo(NEXT_STEPS[client])
+        click.echo("Undo with: " + shlex.join(undo_command(client, where, server_name)))
+
+
+def undo_command(client: str, where: Places, server_name: str) -> list[str]:
+    "The uninstall command that undoes an install made with these options."
+    words = ["datasette-memory", "uninstall", client]
+    if where.scope == "user":
+        words += ["--scope", "user"]
+    elif where.folder != pathlib.Path.cwd():
+        words += ["--folder", str(where.folder)]
+    return words + (["--name", server_name] if server_name != DEFAULT_SERVER_NAME else [])
+
+
+@click.command()
+@place_options
+def uninstall(client: str, scope: str, folder: pathlib.Path, codex_home: pathlib.Path | None, server_name: str,
+              dry_run: bool) -> None:
+    """Remove the MCP server and every datasette-memory hook from CLIENT's settings.
+
+    Only our entries go (the server, if it runs datasette-memory mcp; hooks
+    that run datasette-memory hook); a file that changes is backed up first.
+    """
+    where = places(scope, folder, codex_home)
+    run(client, where, lambda: CLIENTS[client].uninstall_changes(server_name, where), dry_run)
+
+
+def run(client: str, where: Places, plan: Callable[[], list[FileChange]], dry_run: bool) -> None:
+    "Plan every change, then print and (unless a dry run) write each."
+    try:
+        changes = plan()
+    except SettingsFileError as e:
+        raise click.ClickException(str(e))
+    in_place = f" ({where.folder})" if where.scope == "project" else ""
+    click.echo(f"{CLIENTS[client].NAME}, {where.scope} scope{in_place}{': dry run, nothing written' if dry_run else ''}")
+    now = datetime.datetime.now()
+    for change in changes:
+        backup = None if dry_run else apply(change, now)
+        click.echo(f"  {change.path}: {status(change, backup, dry_run)}")
+        for note in change.notes:
+            click.echo(f"    {note}")
+        if dry_run and change.changed:
+            click.echo("".join(f"    {line}" for line in change.diff().splitlines(keepends=True)), nl=False)
+
+
+def status(change: FileChange, backup: pathlib.Path | None, dry_run: bool) -> str:
+    "What happened to one file."
+    if not change.changed:
+        return "unchanged"
+    verb = "created" if change.before is None else "removed, nothing else was in it" if change.after is None else "changed"
+    if dry_run:
+        return f"would be {verb}" if verb != "changed" else "would change"
+    return verb + (f" (backup: {backup})" if backup else "")

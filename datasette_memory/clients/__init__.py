@@ -1,0 +1,19 @@
+"""Registering datasette-memory with a coding agent: its MCP server and hooks, merged into the agent's own settings.
+
+One module per client says where its files are and which entries go in them;
+``json_entries`` and ``toml_entries`` merge those entries into a file without
+touching anything else, and ``setting_files`` plans, backs up and writes. The
+CLI's ``install`` and ``uninstall`` are the door.
+"""
+
+from types import ModuleType
+
+from . import claude_code, codex
+from .places import SCOPES, Places
+from .registration import Registration
+from .setting_files import FileChange, SettingsFileError, apply
+
+# the name on the command line: the client's module
+CLIENTS: dict[str, ModuleType] = {"claude-code": claude_code, "codex": codex}
+
+__all__ = ["CLIENTS", "SCOPES", "FileChange", "Places", "Registration", "SettingsFileError", "apply"]

@@ -1,0 +1,172 @@
+"""The context a session starts from (SessionStart: startup, resume, clear and compact alike).
+
+Within the byte budget, in this order, each part kept to its share so one long
+part cannot crowd out the rest: the latest checkpoint's summary; the last
+sessions' activity (:mod:`.activity`); the facts that hold now; how many claims
+wait for a person's review; the events since the checkpoint (newest kept, the
+hooks' own bookkeeping left out). The last line says what the budget left out.
+
+The session's start is recorded in the ledger first, so the events that follow
+can be tied to the session (see :mod:`.stop`).
+"""
+
+import json
+from typing import Any
+
+from ..core import timeline
+from ..memory import Memory
+from . import activity
+from .kinds import HOOK_KINDS, SESSION_START
+from .payloads import SESSION_START as EVENT, Payload
+from .project import ProjectChoice
+from .shape import SESSION_START_BUDGET, UNTRUSTED, Context, one_line, quoted
+
+DEFAULT_BUDGET = SESSION_START_BUDGET
+MAX_EVENTS = 50
+RESERVE = 200  # bytes kept for the line saying what was left out
+# each part's most share of the budget, in the order the parts are added
+SHARES = {"checkpoint": 0.35, "activity": 0.25, "facts": 0.2, "events": 1.0}
+MAX_LINE_CHARS = 300
+
+
+def record_start(memory: Memory, payload: Payload, choice: ProjectChoice) -> None:
+    """
+    Record that the session started, in the session's name, as a ``session_start`` event.
+
+    :param memory: memory, opened with the payload's session id
+    :param payload: the SessionStart payload
+    :param choice: the project, and the rule that chose it
+    """
+    lines = [f"source: {payload.source or 'unknown'}", f"cwd: {payload.cwd or 'unknown'}", f"project: {choice.rule}"]
+    memory.append_event("\n".join(lines), kind=SESSION_START)
+
+
+def session_context(memory: Memory, payload: Payload, choice: ProjectChoice, budget: int = DEFAULT_BUDGET) -> dict[str, Any]:
+    """
+    The SessionStart output: where to pick up, framed as stored data, within ``budget`` bytes.
+
+    :param memory: memory, scoped to the chosen project
+    :param payload: the SessionStart payload
+    :param choice: the project, and the rule that chose it
+    :param budget: most bytes printed
+    """
+    context = Context(EVENT, budget, reserve=RESERVE)
+    started = f"session {payload.source}" if payload.source else "session start"
+    context.add_cut(f"# datasette-memory, {started}: project {json.dumps(choice.project, ensure_ascii=False)}, chosen by {choice.rule}")
+    context.add(UNTRUSTED)
+    resume = memory.resume_context(max_events=MAX_EVENTS, budget=200_000, skip_kinds=HOOK_KINDS)
+    left_out = {}
+    for warning in chain_warnings(resume):
+        context.add_cut(warning)
+    left_out["of the checkpoint's summary"] = add_part(context, "checkpoint", checkpoint_lines(resume))
+    sessions = activity.recent_sessions(memory.conn, memory.project)
+    left_out["sessions' activity"] = add_part(context, "activity", activity_lines(sessions), heading_lines=1)
+    facts = memory.governed.facts_now()
+    left_out["facts"] = add_part(context, "facts", fact_lines(facts), heading_lines=1)
+    context.add(claims_line(memory.governed.review_queue(limit=1)["pending"]))
+    events = [event_line(event) for event in resume["events"][::-1]]  # newest first: the oldest give way
+    left_out["events"] = add_part(context, "events", [events_heading(resume)] + events if events else [], heading_lines=1)
+    left_out["events"] += resume["accounting"]["events_since_checkpoint"] - len(resume["events"])
+    return context.finish(left_out_line(left_out, budget))
+
+
+def add_part(context: Context, part: str, lines: list[str], heading_lines: int = 0) -> int:
+    """
+    Add ``lines`` while they fit in the part's share of the budget; how many of them (headings not counted) did not.
+
+    :param context: the context being built
+    :param part: which part, for its share (:data:`SHARES`)
+    :param lines: the part's lines, its heading first
+    :param heading_lines: how many of the first lines are headings
+    """
+    kept_back = context.reserve
+    context.reserve = max(kept_back, context.budget - context.size - int(SHARES[part] * context.budget))
+    added = 0
+    for line in lines:
+        if not context.add_cut(line):
+            break
+        added += 1
+    context.reserve = kept_back
+    return len(lines) - max(added, heading_lines) if lines else 0
+
+
+def chain_warnings(resume: dict[str, Any]) -> list[str]:
+    "A line for a broken chain and for each way the checkpoints table disagrees with the ledger."
+    warnings = [f"## Warning: {resume['chain']['summary']}"] if not resume["chain"]["ok"] else []
+    return warnings + [f"## Warning: {one_line(w)}" for w in resume["warnings"]]
+
+
+def checkpoint_lines(resume: dict[str, Any]) -> list[str]:
+    "The latest checkpoint: a heading, then its summary quoted."
+    checkpoint = resume["checkpoint"]
+    if checkpoint is None:
+        return ["## No checkpoint recorded yet in this project"]
+    by = f", by {checkpoint['actor']}" + (f" (session {checkpoint['session'][:12]})" if checkpoint["session"] else "")
+    summary = checkpoint["summary"] if checkpoint["summary"] is not None else "(its summary was redacted)"
+    return [f"## Latest checkpoint, {activity.minute(checkpoint['ts'])} UTC{by}", *quoted(summary)]
+
+
+def activity_lines(sessions: list[activity.SessionActivity]) -> list[str]:
+    "The last sessions' activity: a heading, then each session's summary."
+    if not sessions:
+        return []
+    heading = f"## The last {len(sessions)} sessions' activity, as hook tool recorded it" if len(sessions) > 1 else (
+        "## The last session's activity, as hook tool recorded it")
+    return [heading] + [line for session in sessions for line in activity.summary_lines(session)]
+
+
+def fact_lines(facts: list[dict[str, Any]]) -> list[str]:
+    "The facts that hold now: a heading, then one quoted line each."
+    if not facts:
+        return []
+    return [f"## Facts that hold now ({len(facts)}; a person approved each)"] + [
+        f"> fact #{f['id']}: {statement(f)} (holds since {f['valid_from'][:10]})" for f in facts
+    ]
+
+
+def statement(fact: dict[str, Any]) -> str:
+    "A fact's subject, predicate and object, each quoted as JSON, so none can break its line."
+    return " · ".join(json.dumps(fact[part], ensure_ascii=False) for part in ("subject", "predicate", "object"))
+
+
+def claims_line(pending: int) -> str:
+    "How many claims wait for review."
+    if not pending:
+        return "## Claims waiting for review: none"
+    return f"## Claims waiting for a person's review: {pending} (proposals, not facts; list_claims shows them)"
+
+
+def events_heading(resume: dict[str, Any]) -> str:
+    total = resume["accounting"]["events_since_checkpoint"]
+    since = "since the checkpoint" if resume["checkpoint"] else "so far"
+    return f"## Events {since}: {total:,} (newest first; the hooks' own activity is summed up above)"
+
+
+def event_line(event: dict[str, Any]) -> str:
+    "One event, on one quoted line: when, what, by whom, about what, and what it said or changed."
+    described = timeline.describe(event)
+    about = "".join(part.get("name") or part.get("text") or f"{part['type']} #{part.get('id')}" for part in described["about"])
+    said = described["text"] or diff_text(described["diff"]) or changes_text(described["changes"])
+    line = f"> {activity.minute(event['ts'])} {event['kind']} by {event['actor']}" + (f" {about}" if about else "") + (f": {said}" if said else "")
+    return one_line(line)[:MAX_LINE_CHARS]
+
+
+def diff_text(diff: list[tuple[str, str]] | None) -> str:
+    "A text change as its new text, or what was removed when nothing was added."
+    if not diff:
+        return ""
+    if any(op == "insert" for op, _ in diff):
+        return "".join(text for op, text in diff if op != "delete")
+    return "removed " + "".join(text for op, text in diff if op == "delete")
+
+
+def changes_text(changes: list[dict[str, Any]]) -> str:
+    "Changed fields as ``field: old → new``."
+    return "; ".join(f"{c['field'] + ': ' if c['field'] else ''}{c['old'] or ''} → {c['new'] or ''}" for c in changes)
+
+
+def left_out_line(left_out: dict[str, int], budget: int) -> str | None:
+    "The last line: what the budget left out, or None if nothing was."
+    counts = [f"{count:,} {what}" if what != "of the checkpoint's summary" else "part of the checkpoint's summary"
+              for what, count in left_out.items() if count > 0]
+    return f"[Left out to fit the {budget:,}-byte budget: {', '.join(counts)}.]" if counts else None

@@ -1,0 +1,91 @@
+"""No credential through Datasette's own writes: its write API and write SQL refuse text that looks like one.
+
+Memory's tables are closed to Datasette's writes (:mod:`.permissions`), but the
+agent's own tables in the memory file keep whatever Datasette allows: inserts,
+upserts, updates, ``/-/create``, ``/-/execute-write`` and stored write
+queries. Every POST to the memory database is read whole before Datasette
+sees it, and one whose values hold a likely secret is refused with 400 in the
+shape of Datasette's own write errors, naming the field and the kind found,
+so that the file holds no credential whichever door wrote it. The memory
+pages' forms (``/-/memory/...``) go through the core, which refuses the same
+way.
+"""
+
+import json
+from collections.abc import Awaitable, Callable
+from typing import Any
+from urllib.parse import parse_qs
+
+from datasette import hookimpl
+
+from ..core.secrets import first_secret
+from .connection import memory_database_name
+
+Receive = Callable[[], Awaitable[dict[str, Any]]]
+
+
+def submitted_values(body: bytes, content_type: str) -> Any:
+    "A request body's values: JSON as parsed, a form's fields, or the text itself."
+    text = body.decode("utf-8", "replace")
+    if "application/x-www-form-urlencoded" in content_type:
+        return parse_qs(text, keep_blank_values=True)
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def refusal(field: str, kind: str) -> bytes:
+    "Datasette's write error shape, saying what was found where and what to do."
+    error = (
+        f"{field}: looks like a credential ({kind}); memory does not store credentials, "
+        "in its own tables or the agent's. Remove it and send the request again"
+    )
+    return json.dumps({"ok": False, "errors": [error], "error": error}).encode("utf-8")
+
+
+async def read_body(receive: Receive) -> list[dict[str, Any]]:
+    "Every message of a request's body, as the app would have received them."
+    messages = []
+    while True:
+        message = await receive()
+        messages.append(message)
+        if message["type"] != "http.request" or not message.get("more_body"):
+            return messages
+
+
+def replay(messages: list[dict[str, Any]], receive: Receive) -> Receive:
+    "A ``receive`` that gives the held messages first, then the connection's own."
+    held = list(messages)
+
+    async def replayed() -> dict[str, Any]:
+        return held.pop(0) if held else await receive()
+
+    return replayed
+
+
+def guarded(path: str, database: str) -> bool:
+    "A path of Datasette's own under the memory database (the memory pages' routes check through the core)."
+    return path == f"/{database}" or path.startswith(f"/{database}/") or path.startswith(f"/{database}.")
+
+
+@hookimpl(specname="asgi_wrapper")
+def refuse_secrets_in_datasette_writes(datasette: Any) -> Callable[[Any], Any]:
+    def wrap(app: Any) -> Callable[..., Awaitable[None]]:
+        async def checked(scope: dict[str, Any], receive: Receive, send: Any) -> None:
+            if scope["type"] != "http" or scope.get("method") != "POST" or not guarded(scope["path"], memory_database_name(datasette)):
+                return await app(scope, receive, send)
+            messages = await read_body(receive)
+            body = b"".join(m.get("body", b"") for m in messages if m["type"] == "http.request")
+            headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
+            found = first_secret(submitted_values(body, headers.get("content-type", "")), "body")
+            if found is None:
+                return await app(scope, replay(messages, receive), send)
+            raw = refusal(*found)
+            await send({"type": "http.response.start", "status": 400,
+                        "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(raw)).encode())]})
+            await send({"type": "http.response.body", "body": raw})
+
+        return checked
+
+    return wrap

@@ -1,0 +1,209 @@
+"""MCP over stdio, with every malformed line answered and no line held longer than the cap.
+
+This replaces the MCP SDK's stdio transport (``mcp.server.stdio.stdio_server``),
+which hands a line it cannot read to the session as an exception, and the session
+answers nothing: a client that sent a non-JSON line, a batch, a lone surrogate or
+deep nesting waited for ever. It also read invalid UTF-8 as U+FFFD, and held a
+line of any length in memory. Here one thread reads stdin's bytes a line at a
+time, never more than the cap on one request (:class:`LineReader`); each line is
+checked by :mod:`.wire`; a malformed one is answered here with its JSON-RPC error,
+and a good one goes to the server's session. Replies and errors are written
+whole, one at a time (:class:`FrameWriter`), so frames never interleave.
+
+As upstream does, while serving fd 0 reads the null device and fd 1 writes to
+stderr, so a stray print or a child process cannot read from or write to the
+wire; both are restored on exit.
+"""
+
+import contextlib
+import fcntl
+import os
+import sys
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import IO, Any
+
+import anyio
+
+from .wire import WireError, check_message, too_large
+
+# how much of a line over the cap is kept, for its id; the rest is read and dropped in chunks
+PREFIX_BYTES = 4096
+CHUNK_BYTES = 65_536
+
+
+@dataclass(frozen=True)
+class Oversized:
+    """A line longer than the cap: as much of its start as is kept, for its id."""
+
+    start: bytes
+
+
+class LineReader:
+    """
+    Lines from a binary stream, none longer than ``max_bytes`` held in memory:
+    a longer line comes back as :class:`Oversized`, and the rest of it is read
+    and dropped in chunks before the next line.
+
+    :param stream: where lines come from
+    :param max_bytes: the most bytes one line may hold, its newline not counted
+    """
+
+    def __init__(self, stream: IO[bytes], max_bytes: int):
+        self.stream, self.max_bytes = stream, max_bytes
+        self.in_long_line = False
+
+    def read(self) -> bytes | Oversized | None:
+        "The next line without its line end, an :class:`Oversized` line, or None at the end of the stream."
+        if self.in_long_line:
+            self.skip_rest_of_line()
+        line = self.stream.readline(self.max_bytes + 1)
+        if not line:
+            return None
+        if len(line) > self.max_bytes and not line.endswith(b"\n"):
+            self.in_long_line = True
+            return Oversized(line[:PREFIX_BYTES])
+        return line.rstrip(b"\r\n")
+
+    def skip_rest_of_line(self) -> None:
+        while True:
+            chunk = self.stream.readline(CHUNK_BYTES)
+            if not chunk or chunk.endswith(b"\n"):
+                break
+        self.in_long_line = False
+
+
+class FrameWriter:
+    """
+    Whole lines to a binary stream, one writer at a time, so two replies never interleave.
+
+    :param stream: where lines go
+    """
+
+    def __init__(self, stream: IO[bytes]):
+        self.stream = stream
+        self.lock = threading.Lock()
+
+    def write(self, line: bytes) -> None:
+        "Write ``line`` and a newline, and flush."
+        with self.lock:
+            self.stream.write(line + b"\n")
+            self.stream.flush()
+
+
+def next_message(reader: LineReader) -> Any:
+    """
+    The next message on ``reader`` as the JSON-RPC message it holds, a :class:`~.wire.WireError`
+    to answer it with, or None at the end of the stream; blank lines are skipped.
+    """
+    while True:
+        line = reader.read()
+        if isinstance(line, Oversized):
+            return too_large(None, reader.max_bytes, line.start)
+        if line is None or line.strip():
+            break
+    if line is None:
+        return None
+    try:
+        return check_message(line)
+    except WireError as e:
+        return e
+
+
+@contextlib.contextmanager
+def claimed_stdio() -> Iterator[tuple[IO[bytes], IO[bytes]]]:
+    """
+    The wire's stdin and stdout, on private copies of fds 0 and 1, while fd 0
+    reads the null device and fd 1 writes to stderr; both restored on exit.
+    Where ``sys.stdin`` and ``sys.stdout`` are not fds 0 and 1 (a test's
+    streams), or the descriptors cannot be copied, the streams are used in place.
+    """
+    try:
+        if (sys.stdin.fileno(), sys.stdout.fileno()) != (0, 1):
+            raise OSError("the standard streams are not fds 0 and 1")
+        wire = [fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 3) for fd in (0, 1)]
+    except (OSError, ValueError, AttributeError):
+        yield sys.stdin.buffer, sys.stdout.buffer
+        return
+    sys.stdout.flush()
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    os.dup2(2, 1)
+    try:
+        # closefd=False: the reading thread may still block on the copy after serving ends
+        yield os.fdopen(wire[0], "rb", closefd=False), os.fdopen(wire[1], "wb", closefd=False)
+    finally:
+        sys.stdout.flush()
+        os.dup2(wire[0], 0)
+        os.dup2(wire[1], 1)
+
+
+def serve_stdio(server: Any, max_request_bytes: int, log_level: str = "WARNING") -> None:
+    """
+    Serve ``server`` over this process's stdin and stdout until stdin ends.
+
+    :param server: the :class:`fastmcp.FastMCP` server
+    :param max_request_bytes: the most bytes one message (one line) may hold
+    :param log_level: fastmcp's log level while serving
+    """
+    anyio.run(serve_stdio_async, server, max_request_bytes, log_level)
+
+
+async def serve_stdio_async(server: Any, max_request_bytes: int, log_level: str = "WARNING") -> None:
+    """
+    fastmcp 4.2.3's ``FastMCP.run_stdio_async`` with this module's transport in
+    place of mcp 2.3.0's ``stdio_server``. It needs fastmcp's and mcp's internals
+    (the transport's name, the server's lifespan, the low-level server's
+    ``run`` and mcp's context-carrying streams), which no public API offers for
+    a transport of one's own; every such call is in this module, so an upgrade
+    of either package is checked here.
+    """
+    from fastmcp.server.context import reset_transport, set_transport
+    from fastmcp.utilities.logging import temporary_log_level
+
+    token = set_transport("stdio")
+    try:
+        with temporary_log_level(log_level):
+            async with server._lifespan_manager():
+                with claimed_stdio() as (stdin, stdout):
+                    await serve_lines(server, LineReader(stdin, max_request_bytes), FrameWriter(stdout))
+    finally:
+        reset_transport(token)
+
+
+async def serve_lines(server: Any, reader: LineReader, writer: FrameWriter) -> None:
+    "Run the server's session on the messages ``reader`` reads, its replies written by ``writer``."
+    from mcp.shared._context_streams import create_context_streams
+    from mcp.shared.message import SessionMessage
+
+    to_session, session_reads = create_context_streams[SessionMessage | Exception](0)
+    session_writes, from_session = create_context_streams[SessionMessage](0)
+    reading, writing = anyio.CapacityLimiter(1), anyio.CapacityLimiter(1)
+
+    async def read_lines() -> None:
+        async with to_session:
+            while True:
+                message = await anyio.to_thread.run_sync(next_message, reader, limiter=reading, abandon_on_cancel=True)
+                if message is None:
+                    break
+                if isinstance(message, WireError):
+                    await anyio.to_thread.run_sync(writer.write, message.to_bytes(), limiter=writing)
+                    continue
+                try:
+                    await to_session.send(SessionMessage(message))
+                except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                    break  # the session has ended: as upstream, stop reading
+
+    async def write_replies() -> None:
+        async with from_session:
+            async for reply in from_session:
+                line = reply.message.model_dump_json(by_alias=True, exclude_unset=True).encode()
+                await anyio.to_thread.run_sync(writer.write, line, limiter=writing)
+
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(read_lines)
+        tasks.start_soon(write_replies)
+        low_level = server._mcp_server
+        await low_level.run(session_reads, session_writes, low_level.create_initialization_options())
