@@ -25,6 +25,7 @@ from .config import Config
 from .core import checkpoints, ledger, witness
 from .core.database import connect, rehearsal
 from .core.errors import InvalidInput
+from .core.hook_kinds import HOOK_KINDS
 from .core.ledger import Caller, ChainStatus
 from .core.scope import Scope
 from .core.validation import DEFAULT_PROJECT, MAX_SUMMARY_BYTES, check_limit, check_name, check_project, check_text
@@ -378,7 +379,7 @@ class Memory:
         return self.scope.write(checkpoints.add_checkpoint, summary)
 
     def resume_context(
-        self, max_events: Any = 50, budget: Any = checkpoints.DEFAULT_BUDGET, skip_kinds: tuple[str, ...] = ()
+        self, max_events: Any = 50, budget: Any = checkpoints.DEFAULT_BUDGET, skip_kinds: tuple[str, ...] = HOOK_KINDS
     ) -> dict[str, Any]:
         """
         The latest checkpoint (as the ledger records it), the newest events since it
@@ -387,7 +388,8 @@ class Memory:
 
         :param max_events: most events to return, 0 to 1000
         :param budget: most bytes of the whole result, 1,000 to 200,000
-        :param skip_kinds: kinds of events to leave out, such as the hooks' ``activity``
+        :param skip_kinds: kinds of events to leave out and count apart (``left_out_by_kind``); by default
+            the hooks' bookkeeping (tool activity, session starts), which would crowd out decisions
         """
         max_events = check_limit(max_events, "max_events", 0, 1000)
         budget = check_limit(budget, "budget", checkpoints.MIN_BUDGET, checkpoints.MAX_BUDGET)

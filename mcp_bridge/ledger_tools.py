@@ -46,7 +46,7 @@ async def get_resume_context(
     """
     Call this first in every session: the latest checkpoint, the newest events since it that fit in
     the byte budget (oldest first), the ledger checked from the checkpoint to its head, warnings,
-    and an accounting of what was left out.
+    and an accounting of what was left out (the hooks' tool activity is only counted, as left_out_by_kind).
     """
     return json_result(await bridge.read(project, lambda memory: memory.resume_context(max_events, budget)))
 

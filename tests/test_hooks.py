@@ -17,9 +17,9 @@ from fastmcp import Client
 
 from datasette_memory import Memory
 from datasette_memory.cli import cli
+from datasette_memory.core.hook_kinds import ACTIVITY, CHECKPOINT_REMINDER, SESSION_START
 from datasette_memory.hooks import capture as capturing
 from datasette_memory.hooks.activity import parse
-from datasette_memory.hooks.kinds import ACTIVITY, CHECKPOINT_REMINDER, SESSION_START
 from datasette_memory.hooks.project import ProjectFileError, choose_project
 from datasette_memory.hooks.recall import excerpt
 from datasette_memory.sqltools.tools import SqlTools
@@ -160,9 +160,9 @@ def test_resume_context_skips_kinds_and_counts_them(memory):
     memory.checkpoint("start")
     memory.append_event("a decision", kind="decision")
     memory.append_event("tool: Bash", kind=ACTIVITY)
-    full = memory.resume_context()
+    full = memory.resume_context(skip_kinds=())
     assert [e["kind"] for e in full["events"]] == ["decision", ACTIVITY] and "left_out_by_kind" not in full["accounting"]
-    skipped = memory.resume_context(skip_kinds=(ACTIVITY,))
+    skipped = memory.resume_context()  # the hooks' bookkeeping is left out by default
     assert [e["kind"] for e in skipped["events"]] == ["decision"]
     assert skipped["accounting"]["events_since_checkpoint"] == 1 and skipped["accounting"]["left_out_by_kind"] == 1
 
@@ -537,3 +537,30 @@ async def test_one_session_remembers_for_the_next(db_path, workdir):
 
     never = hook_process(db_path, "prompt", payload("claude_user_prompt_submit", workdir, prompt="Which CDN serves the marketing site?"))
     assert never.returncode == 0 and never.stdout == b"" and never.stderr == b""
+
+
+async def test_the_installed_server_and_the_hooks_agree_on_the_project(db_path, workdir):
+    """
+    What `install` registers without --project: `mcp --project-from-folder`, started by the agent in its
+    working folder, pins itself to the project the hooks choose for that folder (here the git repository's
+    name), so what the agent records over MCP is what the next session's start shows.
+    """
+    from fastmcp.client.transports import StdioTransport
+
+    Memory.open(db_path).close()
+    transport = StdioTransport(
+        sys.executable, ["-m", "datasette_memory", "mcp", "--db", str(db_path), "--project-from-folder"],
+        cwd=str(workdir), env={"DATASETTE_MEMORY_NO_VECTORS": "1", "PATH": "/usr/bin:/bin"},
+    )
+    async with Client(transport) as client:
+        await client.call_tool("checkpoint", {"summary": "billing retries done; next: the refund flow"})
+        refused = await client.call_tool("read_graph", {"project": "default"}, raise_on_error=False)
+        assert refused.is_error and "pinned to project 'app'" in refused.content[0].text
+    started = hook_process(db_path, "session-start", payload("claude_session_start_startup", workdir))
+    assert "billing retries done; next: the refund flow" in context_of(started.stdout, "SessionStart")
+    assert [e["content"]["summary"] for e in events(db_path, "checkpoint")] == ["billing retries done; next: the refund flow"]
+
+
+def test_project_from_folder_and_project_are_one_choice(db_path, workdir):
+    result = CliRunner().invoke(cli, ["mcp", "--db", str(db_path), "--project", "x", "--project-from-folder"])
+    assert result.exit_code == 2 and "give one" in result.output

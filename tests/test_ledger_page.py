@@ -157,6 +157,10 @@ async def test_the_page_shows_each_group_with_its_header(db_path, graph):
         (f"from={TODAY + datetime.timedelta(days=1)}", lambda e: False),
         (f"to={TODAY - datetime.timedelta(days=1)}", lambda e: False),
         ("kind=no-such-kind", lambda e: False),
+        # words in the target or the values, ignoring case: how a person finds the hooks' activity
+        ("text=READS", lambda e: "reads" in " ".join(str(e[c] or "") for c in ("target", "new", "old")).lower()),
+        ("text=auth&kind=create_relation", lambda e: e["kind"] == "create_relation" and "auth" in e["target"]),
+        ("text=no+such+words", lambda e: False),
     ],
 )
 async def test_each_filter_narrows_exactly(db_path, graph, query, keep):
@@ -445,7 +449,8 @@ async def test_reading_needs_view_database(db_path, graph, path):
     assert (await datasette.client.get(f"{path}?project=nope")).status_code == 403  # no hint of which projects exist
 
 
-@pytest.mark.parametrize("filters", [{}, {"entity": "auth", "kind": "create_relation", "actor": "agent-b", "since": str(TODAY), "until": str(TODAY)}])
+@pytest.mark.parametrize("filters", [{}, {"entity": "auth", "kind": "create_relation", "actor": "agent-b", "since": str(TODAY), "until": str(TODAY),
+                                      "text": "Reads"}])
 def test_every_query_walks_the_project_index_from_a_cursor(db_path, graph, filters):
     "What the page runs, traced and explained: each read of events seeks a project index (by id, or by kind and id); none uses OFFSET."
     conn = graph[0].conn

@@ -178,3 +178,22 @@ def test_a_cross_site_post_is_refused(served, page):
     assert claim_status(served, 2) == "candidate"
     page.goto(f"{base}/-/memory/claims/2")
     expect(page.locator("h1")).to_contain_text("candidate")
+
+
+def test_a_person_finds_the_agents_tool_activity_by_its_words(served, page):
+    "What `hook tool` records shows in the ledger, and a person finds it by typing words into the Text box."
+    from datasette_memory.core.hook_kinds import ACTIVITY
+
+    memory = Memory.open(served["db"], project="payments", actor="agent", config=Config(search=SearchSettings(semantic=False)))
+    memory.append_event("tool: Bash\ncommand: cargo test --workspace\nexit: 101\ntests: 2 failed, 40 passed (cargo)", kind=ACTIVITY)
+    memory.append_event("tool: Edit\nfiles: src/ledger.rs", kind=ACTIVITY)
+    memory.close()
+    page.goto(f"{served['base']}/-/memory/ledger?project=payments")
+    page.get_by_label("Text").fill("CARGO TEST")
+    page.get_by_role("button", name="Show").click()
+    expect(page).to_have_url(re.compile(r"text=CARGO\+TEST"))
+    events = page.locator(".memory-events > li")
+    expect(events).to_have_count(1)
+    expect(events.first).to_contain_text("cargo test --workspace")
+    expect(page.get_by_label("Text")).to_have_value("CARGO TEST")
+    screenshot(page, "ledger-text-search")

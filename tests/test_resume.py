@@ -124,6 +124,7 @@ async def test_the_newest_events_that_fit_oldest_first(server):
         "summary_bytes_cut": 0,
         "bytes": size(context),
         "budget": 16_000,
+        "left_out_by_kind": 0,  # the hooks' bookkeeping, left out by default
     }
     # the next older event would not have fitted
     next_older = {**context["events"][0], "new": contents[10 - returned - 1]}
@@ -347,3 +348,20 @@ def test_the_overview_and_the_ledger_page_show_the_ledgers_checkpoint(db_path):
         assert [e["summary"] for e in entries if e["type"] == "checkpoint"] == ["what really happened"]
     finally:
         memory.close()
+
+
+def test_the_hooks_bookkeeping_never_crowds_out_decisions(db_path):
+    "Tool activity the hooks record is left out of every resume context and counted apart; asked for, it is there."
+    from datasette_memory.core.hook_kinds import ACTIVITY
+
+    memory = Memory.open(db_path, project="p", actor="agent")
+    memory.checkpoint("set up")
+    memory.append_event("chose postgres", kind="decision")
+    for i in range(30):
+        memory.append_event(f"tool: Bash\ncommand: pytest -q  # run {i}", kind=ACTIVITY)
+    context = memory.resume_context(max_events=5)
+    assert [e["kind"] for e in context["events"]] == ["decision"]
+    assert context["accounting"]["left_out_by_kind"] == 30 and context["accounting"]["events_since_checkpoint"] == 1
+    everything = memory.resume_context(max_events=5, skip_kinds=())
+    assert [e["kind"] for e in everything["events"]] == [ACTIVITY] * 5
+    memory.close()

@@ -1,15 +1,54 @@
-"""The ``datasette-memory`` command: each command lives in a module of its own."""
+"""The ``datasette-memory`` command: each command lives in a module of its own, imported when it runs.
+
+A hook runs on every prompt an agent is given, so a command loads only its own
+module: ``hook prompt`` never imports Datasette's server, the installers or
+the importers.
+"""
+
+import importlib
+from collections.abc import Iterator, Mapping
 
 import click
 
-from .backfill import backfill_vectors
 from .failures import FailureReportingGroup, debug_option
-from .hook import hook
-from .import_export import export, import_
-from .install import install, uninstall
-from .mcp_server import mcp
-from .serve import create_token, serve
-from .verify import verify
+
+# name: "module:attribute" of the click command
+COMMANDS = {
+    "serve": ".serve:serve",
+    "mcp": ".mcp_server:mcp",
+    "import": ".import_export:import_",
+    "export": ".import_export:export",
+    "create-token": ".serve:create_token",
+    "verify": ".verify:verify",
+    "backfill-vectors": ".backfill:backfill_vectors",
+    "install": ".install:install",
+    "uninstall": ".install:uninstall",
+    "hook": ".hook:hook",
+}
+
+
+class LazyCommands(Mapping[str, click.Command]):
+    """
+    The group's commands by name, each imported the first time it is asked for.
+
+    :param places: name: ``"module:attribute"``, the module relative to this package
+    """
+
+    def __init__(self, places: dict[str, str]):
+        self.places = places
+        self.loaded: dict[str, click.Command] = {}
+
+    def __getitem__(self, name: str) -> click.Command:
+        if name not in self.loaded:
+            module, attribute = self.places[name].split(":")
+            self.loaded[name] = getattr(importlib.import_module(module, __name__), attribute)
+        return self.loaded[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.places)
+
+    def __len__(self) -> int:
+        return len(self.places)
 
 
 @click.group(cls=FailureReportingGroup)
@@ -24,5 +63,4 @@ def cli(debug: bool) -> None:
     """
 
 
-for command in (serve, mcp, import_, export, create_token, verify, backfill_vectors, install, uninstall, hook):
-    cli.add_command(command)
+cli.commands = LazyCommands(COMMANDS)  # type: ignore[assignment]

@@ -187,8 +187,8 @@ def tool(db_path: pathlib.Path | None, project: str | None, actor: str, tools: s
     """
 
     def act(memory: Any, payload: payloads.Payload, choice: Any) -> None:
+        from ..core.hook_kinds import ACTIVITY
         from ..hooks.capture import capture
-        from ..hooks.kinds import ACTIVITY
         from ..hooks.project import parse_tools
 
         chosen = parse_tools(tools) if tools is not None else choice.tools

@@ -52,8 +52,11 @@ class Registration:
         return flags + (["--project", self.project] if self.project else [])
 
     def mcp_args(self) -> list[str]:
-        "The MCP server's arguments."
-        return ["mcp", *self.flags()]
+        """
+        The MCP server's arguments: without a project, it takes the one the hooks'
+        rule gives its starting folder, so the server and the hooks agree.
+        """
+        return ["mcp", *self.flags(), *([] if self.project else ["--project-from-folder"])]
 
     def hook_commands(self, events: tuple[str, ...]) -> dict[str, str]:
         """

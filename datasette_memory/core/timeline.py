@@ -40,6 +40,9 @@ ENTITY_KINDS = (
 RELATION_KINDS = ("create_relation", "delete_relation")
 # an event names the entity as its target, as an end of the relation it is about,
 # or as the new name of a rename or the entity a merge went into
+# words anywhere in what the event is about or holds, as stored (values are JSON), ignoring case
+TEXT_MATCH = "(instr(lower(target), :text) > 0 OR instr(lower(coalesce(new, '')), :text) > 0 OR instr(lower(coalesce(old, '')), :text) > 0)"
+MAX_TEXT_BYTES = 500
 ENTITY_MATCH = f"""(
     (kind IN ({', '.join(repr(k) for k in ENTITY_KINDS)}) AND target = :entity)
     OR (kind IN ({', '.join(repr(k) for k in RELATION_KINDS)}) AND json_valid(target)
@@ -66,6 +69,7 @@ class Filters:
     :param actor: events by this actor
     :param since: events at or after this time (stored format)
     :param until: events at or before this time (stored format)
+    :param text: events whose target or values contain this text, ignoring case (lower case)
     """
 
     project: str
@@ -74,6 +78,7 @@ class Filters:
     actor: str | None = None
     since: str | None = None
     until: str | None = None
+    text: str | None = None
 
     def condition(self) -> tuple[str, dict[str, Any]]:
         "The SQL condition on ``events`` these filters make, and its parameters."
@@ -87,6 +92,8 @@ class Filters:
             clauses.append("ts <= :until")
         if self.entity is not None:
             clauses.append(ENTITY_MATCH)
+        if self.text is not None:
+            clauses.append(TEXT_MATCH)
         return " AND ".join(clauses), dataclasses.asdict(self)
 
 
@@ -97,6 +104,7 @@ def filters(
     actor: str | None = None,
     since: str | None = None,
     until: str | None = None,
+    text: str | None = None,
 ) -> Filters:
     """
     Check and normalize a timeline's filters; an empty one is no filter.
@@ -107,6 +115,7 @@ def filters(
     :param actor: an actor id
     :param since: the ``from`` filter: an ISO 8601 date or time
     :param until: the ``to`` filter: an ISO 8601 date (that whole day is included) or time
+    :param text: words the event's target or values contain, ignoring case (the hooks' activity is found this way)
     :raises InvalidInput: naming ``from`` or ``to`` for a malformed time, or a range that ends before it starts
     """
     chosen = Filters(
@@ -116,6 +125,7 @@ def filters(
         actor=check_name(actor, "actor") if actor else None,
         since=parse_time(since, "from") if since else None,
         until=end_of(until) if until else None,
+        text=check_text(text, "text", max_bytes=MAX_TEXT_BYTES).strip().lower() or None if text else None,
     )
     if chosen.since and chosen.until and chosen.until < chosen.since:
         raise InvalidInput(f"to: {until!r} is before from {since!r}; give a range that ends after it starts")
@@ -423,6 +433,8 @@ def activity(
 
     The kind and actor filters narrow the counts, not the lists of the kinds and
     actors present (``kinds_present``, ``actors_present``), which a form offers.
+    The text filter narrows the list of events only: counting by words would read
+    every event's values on every look, where the counts are otherwise carried on.
 
     :param conn: an open connection
     :param chosen: which events
@@ -433,6 +445,7 @@ def activity(
         by their total, largest first; ``limited`` when the range held more days than were counted.
         And the counts to pass as ``known`` next time (None when there are no days).
     """
+    chosen = dataclasses.replace(chosen, text=None)
     span = day_span(conn, chosen, max_days)
     if span is None:
         return {"first_day": None, "last_day": None, "limited": False, "max_days": max_days, **day_counts([]),

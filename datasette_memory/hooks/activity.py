@@ -14,8 +14,8 @@ import sqlite3
 from typing import Any
 
 from ..core import timeline
+from ..core.hook_kinds import ACTIVITY
 from .capture import cut
-from .kinds import ACTIVITY
 
 MAX_EVENTS = 300
 MAX_SESSIONS = 3

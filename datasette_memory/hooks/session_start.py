@@ -14,9 +14,9 @@ import json
 from typing import Any
 
 from ..core import timeline
+from ..core.hook_kinds import HOOK_KINDS, SESSION_START
 from ..memory import Memory
 from . import activity
-from .kinds import HOOK_KINDS, SESSION_START
 from .payloads import SESSION_START as EVENT, Payload
 from .project import ProjectChoice
 from .shape import SESSION_START_BUDGET, UNTRUSTED, Context, one_line, quoted

@@ -15,8 +15,8 @@ it asked (the ledger remembers).
 from typing import Any
 
 from ..core import event_reads
+from ..core.hook_kinds import CHECKPOINT_REMINDER, HOOK_KINDS, SESSION_START
 from ..memory import Memory
-from .kinds import CHECKPOINT_REMINDER, HOOK_KINDS, SESSION_START
 from .payloads import Payload
 from .shape import block_output
 

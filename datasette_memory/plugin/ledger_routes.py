@@ -1,6 +1,6 @@
 """``/-/memory/ledger``: one project's ledger as a timeline, with its activity chart; and its JSON twin.
 
-The filters are query-string parameters (``project``, ``entity``, ``kind``,
+The filters are query-string parameters (``project``, ``entity``, ``kind``, ``text``,
 ``actor``, ``from``, ``to``), the page is chosen by an event-id cursor
 (``before``) and its size by ``limit``. The queries are the core's
 (:mod:`datasette_memory.core.timeline`); this module reads the request and
@@ -23,7 +23,7 @@ from .connection import call_memory
 from .error_pages import handled
 from .pages import chosen_project, int_arg, known_projects, respond, viewable_database, wants_json
 
-FILTERS = ("entity", "kind", "actor", "from", "to")
+FILTERS = ("entity", "kind", "actor", "from", "to", "text")
 DAY_COUNTS_KEPT = 32  # filter combinations whose day counts are kept, most recently used
 # per Datasette: the day counts by filters
 _day_counts: "weakref.WeakKeyDictionary[Any, collections.OrderedDict[Any, timeline.DayCounts]]" = weakref.WeakKeyDictionary()
@@ -34,7 +34,7 @@ async def ledger_page(datasette: Any, request: Any) -> Response:
     await viewable_database(datasette, request)
     project = await chosen_project(datasette, request)
     given = {name: request.args.get(name) or None for name in FILTERS}
-    chosen = timeline.filters(project, given["entity"], given["kind"], given["actor"], given["from"], given["to"])
+    chosen = timeline.filters(project, given["entity"], given["kind"], given["actor"], given["from"], given["to"], given["text"])
     before = int_arg(request, "before", 0) if request.args.get("before") is not None else None
     limit = int_arg(request, "limit", timeline.DEFAULT_PAGE)
     data = await read_timeline(datasette, chosen, before, limit)
@@ -47,7 +47,7 @@ async def ledger_page(datasette: Any, request: Any) -> Response:
 async def read_timeline(datasette: Any, chosen: timeline.Filters, before: int | None, limit: int) -> dict[str, Any]:
     "The page of events and the day counts, carried on from what this Datasette counted before."
     counts = _day_counts.setdefault(datasette, collections.OrderedDict())
-    counted = dataclasses.replace(chosen, kind=None, actor=None)  # the day counts leave these to be picked out of them
+    counted = dataclasses.replace(chosen, kind=None, actor=None, text=None)  # the day counts leave these to be picked out of them
 
     def read(memory: Any) -> dict[str, Any]:
         return {

@@ -1,8 +1,9 @@
-"""The ledger event kinds the hooks write.
+"""The ledger event kinds the hooks write (``datasette_memory.hooks``).
 
 They are the agent's bookkeeping, not memory: the session-start context sums
-them up apart, leaves them out of "what happened since the checkpoint", and the
-stop hook does not count them as changes to memory.
+them up apart, every resume context (the MCP tool and prompt included) leaves
+them out of "what happened since the checkpoint" and counts them apart, and
+the stop hook does not count them as changes to memory.
 """
 
 SESSION_START = "session_start"  # a session started, resumed, was cleared or compacted: ties its id to the ledger
