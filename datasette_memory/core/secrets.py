@@ -12,8 +12,8 @@ a ``password``/``secret``/``token``/``key`` label.
 The patterns are ours rather than a library's. detect-secrets 1.5.0, the
 maintained scanner on PyPI, found 8 of the audit's 22 formats and variations
 with its entropy plugins off, and flagged all 5,645 ordinary strings of the
-retrieval benchmarks with them on, at 28 to 36 ms a kilobyte; these patterns
-find all 22, flag none of those strings, and take 0.27 ms a kilobyte
+retrieval benchmarks with them on, at 17 to 18 ms a kilobyte; these patterns
+find all 22, flag none of those strings, and take 0.17 ms a kilobyte
 (``python bench/secret_scanners.py`` measures both side by side).
 """
 
@@ -135,6 +135,7 @@ PREFIX_START = re.compile(
 )
 # each other pattern, with the text that must be present for it to match: most text has none of them
 OTHER_GATES = {"private key block": "---", "URL with a password": "://", "credential after a label": (":", "=")}
+SPACED_KEY_CHARS = 400  # the longest run of groups joined: a key typed in groups is far shorter
 KEY_GROUPS = re.compile(r"[A-Za-z0-9_\-+/=.]+(?:[ \t]+[A-Za-z0-9_\-+/=.]+)+")
 BASE64_RUN = re.compile(r"(?<![A-Za-z0-9+/=_\-])[A-Za-z0-9+/_\-]{24,}={0,2}(?![A-Za-z0-9+/=_\-])")
 MASK = "[secret removed: {kind}]"
@@ -163,21 +164,38 @@ def find_in(text: str, patterns: list[tuple[str, re.Pattern[str], Check]]) -> li
 
 
 def spaced_keys(text: str) -> list[Finding]:
-    "Keys typed in groups with spaces between them: ``AKIA IOSF ODNN 7EXA MPLE``."
-    found = []
+    """
+    Keys typed in groups with spaces between them: ``AKIA IOSF ODNN 7EXA MPLE``.
+
+    From each place a known prefix starts (outside a run already looked at), the
+    run of space-separated groups there, at most :data:`SPACED_KEY_CHARS` long, is
+    joined and scanned; a key found in it counts when it holds a digit and its
+    inner groups are of one length, as a key copied in groups is (words are not).
+    """
+    found: list[Finding] = []
+    covered = 0
     for start in PREFIX_START.finditer(text):
-        groups = KEY_GROUPS.match(text, start.start())
-        if groups is None or not re.search(r"\s", groups.group()):
+        if start.start() < covered:
             continue
-        joined, ends = "", []
-        for i in range(groups.start(), groups.end()):
-            if not text[i].isspace():
-                joined += text[i]
-                ends.append(i + 1)
+        groups = KEY_GROUPS.match(text, start.start(), start.start() + SPACED_KEY_CHARS)
+        if groups is None:
+            continue
+        covered = groups.end()
+        positions = [i for i in range(groups.start(), groups.end()) if not text[i].isspace()]
+        if len(positions) == groups.end() - groups.start():
+            continue  # no space inside: the patterns themselves see it
+        joined = "".join(text[i] for i in positions)
         for finding in find_in(joined, PREFIXES_ONLY):
-            if finding.start == 0 and has_digit(joined[: finding.end]):
-                found.append(Finding(finding.kind, groups.start(), ends[finding.end - 1]))
+            first, last = positions[finding.start], positions[finding.end - 1] + 1
+            if has_digit(joined[finding.start : finding.end]) and in_even_groups(text[first:last]):
+                found.append(Finding(finding.kind, first, last))
     return found
+
+
+def in_even_groups(span: str) -> bool:
+    "Text split by spaces into three or more groups whose inner ones are all of one length."
+    inner = span.split()[1:-1]
+    return bool(inner) and len({len(group) for group in inner}) == 1
 
 
 def encoded_keys(text: str) -> list[Finding]:
