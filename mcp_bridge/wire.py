@@ -104,6 +104,11 @@ def parse_json(text: str) -> Any:
     except WireError as e:  # from refuse_constant, which cannot see the text
         e.id = readable_id(text)
         raise
+    except ValueError as e:  # Python's own limits, such as an integer of more than 4,300 digits
+        raise WireError(
+            PARSE_ERROR, f"Parse error: the message cannot be read ({e}); send numbers of at most a few dozen digits",
+            readable_id(text),
+        )
     if nesting_depth(value) > MAX_DEPTH:
         raise too_deep(message_id(value))
     if _SURROGATE_ESCAPE.search(text) and has_lone_surrogate(value):

@@ -291,6 +291,16 @@ def test_tool_refuses_a_credential_and_says_so(db_path, workdir):
     assert fields["exit"] == "0"
 
 
+def test_a_credential_past_the_cut_is_refused_not_stored_in_part(db_path, workdir):
+    "Found by a review: the fields were cut before the scan, so a key at the end of a long command was stored in part."
+    Memory.open(db_path).close()
+    command = "echo " + "a" * 400 + " wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+    result = hook(db_path, "tool", payload("claude_post_tool_use_secret", workdir, tool_input={"command": command}))
+    assert result.exit_code == 0 and "AWS secret access key" in result.stderr
+    (event,) = events(db_path, ACTIVITY)
+    assert "wJalrXUtnFEMI" not in event["content"] and parse(event["content"])["command"] == "[left out: it looks like a credential]"
+
+
 def test_tool_keeps_each_event_to_its_budget(db_path, workdir):
     Memory.open(db_path).close()
     files = "\n".join(f"*** Add File: src/module_{i}/{'deep/' * 30}file.py" for i in range(40))

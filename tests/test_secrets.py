@@ -75,6 +75,14 @@ FORMATS = [
     ("api_key after a label", "api_key=9f8e7d6c5b4a3f2e1d0c", "9f8e7d6c5b4a3f2e1d0c", "credential after a label"),
     ("Slack token", "xoxb-123456789012-abcdefghijkl", "123456789012-abcdefghijkl", "Slack token"),
     ("OpenAI key", "sk-proj-" + "A1b2C3d4E5f6G7h8I9j0K1l2", "E5f6G7h8I9j0", "OpenAI API key"),
+    # found by a review after the audit
+    ("quoted value after a label", 'password = "Tr0ub4dor&3xQ"', "Tr0ub4dor&3xQ", "credential after a label"),
+    ("JSON value after a label", '{"client_secret": "Xk9mP2vLq8Wz"}', "Xk9mP2vLq8Wz", "credential after a label"),
+    ("URL with an empty user", "redis://:s3cretPass1@cache.internal:6379", "s3cretPass1", "URL with a password"),
+    ("token glued to a word", "TOKEN_" + GITHUB, "s9T0u1V2w3X4", "GitHub token"),
+    ("a whole OpenSSH key", "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAAB\n"
+     "QyNTUxOQAAACBzU2hhcmVkLXNlY3JldC1rZXktZm9yLXRlc3Rz\n-----END OPENSSH PRIVATE KEY-----", "QyNTUxOQAAACBzU2hh",
+     "private key block"),
 ]
 FORMAT_IDS = [f[0] for f in FORMATS]
 
@@ -98,6 +106,19 @@ ORDINARY = [
     "eyJ is how base64-encoded JSON starts",
     "aGVsbG8gd29ybGQsIHRoaXMgaXMgZmluZQ==",
     "café ｆｕｌｌ-ｗｉｄｔｈ text and a zero\u200bwidth space are fine",
+    # code and notes a review found refused by the first patterns
+    "sk-learn-experiments-2024",
+    "sk-2024-refactor-auth-module",
+    "sorted(rows, key=operator.itemgetter(1))",
+    "token=tokens[i+1]",
+    "password=args.password2",
+    "key=v1.2.3-beta4",
+    "pwd: /home/user/project2",
+    "key: 123e4567-e89b-12d3-a456-426614174000",
+    "token: 0171cc1a8b9e2f3d4c5b6a7980f1e2d3c4b5a697",
+    "key=user1@example.com",
+    "cache key=users:42:profile",
+    "MIIdleTimeoutMillisecondsForTheConnectionPoolOfTheServiceBackendXyz1",
 ]
 
 
@@ -354,3 +375,29 @@ async def test_datasettes_own_write_api_refuses_every_format_on_the_agents_table
             assert fragment.lower() not in file_text(seeded), (path, variation)
     ordinary = await datasette.client.post("/memory/notes/-/insert", json={"row": {"body": "ordinary"}}, actor={"id": "root"})
     assert ordinary.status_code == 201, ordinary.text
+
+
+async def test_a_write_sent_under_another_content_type_is_read_as_datasette_reads_it(datasette, seeded):
+    "Datasette reads a body that is not JSON as a form, whatever its content type says: so does the guard."
+    sql = f"INSERT INTO notes (body) VALUES ('{GITHUB}')"
+    encoded = "sql=" + "".join(f"%{b:02X}" for b in sql.encode())
+    for content_type in ("text/plain", "application/octet-stream", "application/x-www-form-urlencoded"):
+        response = await datasette.client.post(
+            "/memory/-/execute-write", content=encoded, headers={"content-type": content_type}, actor={"id": "root"}
+        )
+        assert response.status_code == 400, (content_type, response.text[:200])
+    as_json = json.dumps({"sql": sql.replace("ghp_", "\\u0067hp_")}).replace("\\\\u0067", "\\u0067")
+    response = await datasette.client.post(
+        "/memory/-/execute-write", content=as_json, headers={"content-type": "application/x-www-form-urlencoded"},
+        actor={"id": "root"},
+    )
+    assert response.status_code == 400
+    assert "s9t0u1v2w3x4" not in file_text(seeded)
+
+
+async def test_a_body_over_datasettes_limit_is_refused_unread(seeded):
+    datasette = Datasette([str(seeded)], settings={"max_post_body_bytes": 1000})
+    datasette.root_enabled = True
+    await datasette.invoke_startup()
+    response = await datasette.client.post("/memory/notes/-/insert", json={"row": {"body": "x" * 5000}}, actor={"id": "root"})
+    assert response.status_code == 413 and "max_post_body_bytes" in response.json()["error"]

@@ -69,6 +69,9 @@ MALFORMED = [
     ),
     ("a null id", b'{"jsonrpc":"2.0","id":null,"method":"tools/list"}', -32600, None, "id: must be a string or an integer"),
     ("NaN", b'{"jsonrpc":"2.0","id":10,"method":"tools/list","params":{"cursor":NaN}}', -32700, 10, "NaN is not JSON"),
+    # found by a review: Python refuses integers of more than 4,300 digits with a bare ValueError, which killed the server
+    ("a 5,000-digit number", b'{"jsonrpc":"2.0","id":11,"method":"ping","params":{"a":' + b"9" * 5000 + b"}}", -32700, 11,
+     "cannot be read"),
 ]
 IDS = [case[0] for case in MALFORMED]
 

@@ -10,10 +10,10 @@ without its header, an AWS secret access key, and a high-entropy value after
 a ``password``/``secret``/``token``/``key`` label.
 
 The patterns are ours rather than a library's. detect-secrets 1.5.0, the
-maintained scanner on PyPI, found 8 of the audit's 22 formats and variations
-with its entropy plugins off, and flagged all 5,645 ordinary strings of the
-retrieval benchmarks with them on, at 17 to 18 ms a kilobyte; these patterns
-find all 22, flag none of those strings, and take 0.17 ms a kilobyte
+maintained scanner on PyPI, found 12 of the 27 formats and variations the
+tests hold with its entropy plugins off, and flagged all 5,645 ordinary strings
+of the retrieval benchmarks with them on, at 17 to 18 ms a kilobyte; these
+patterns find all 27, flag none of those strings, and take 0.2 ms a kilobyte
 (``python bench/secret_scanners.py`` measures both side by side).
 """
 
@@ -77,10 +77,19 @@ def like_aws_secret(text: str) -> bool:
     )
 
 
+def code_like(value: str) -> bool:
+    "A value that reads as code or an address, not a secret: a call, an index, an attribute, a path, a version, an email."
+    return bool(
+        re.search(r"[()\[\]{}@]|^[~/.]|^[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+$|^v?\d+(?:\.\d+)+", value)
+        or re.fullmatch(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}", value)
+        or ":" in value
+    )
+
+
 def labelled_value(text: str) -> bool:
-    "A value after a credential label that is random-looking, not a word, a number or a placeholder."
+    "A value after a strong label (password, secret, api_key...): random-looking, not a word, a number, code or a placeholder."
     value = text.strip("\"'`")
-    if PLACEHOLDER.match(value) or re.fullmatch(r"[A-Za-z_.\-]+|[0-9.,_\-]+", value):
+    if PLACEHOLDER.match(value) or code_like(value) or re.fullmatch(r"[A-Za-z_.\-]+|[0-9.,_\-]+", value):
         return False
     classes = sum(bool(re.search(p, value)) for p in (r"[a-z]", r"[A-Z]", r"[0-9]", r"[^A-Za-z0-9]"))
     if has_digit(value) and re.search(r"[A-Za-z]", value):
@@ -88,55 +97,82 @@ def labelled_value(text: str) -> bool:
     return classes >= 3 and entropy(value) >= 3.3
 
 
+def weakly_labelled_value(text: str) -> bool:
+    """
+    A value after ``key``, ``token`` or ``pwd``, words code uses for much else: only a long value
+    mixing upper and lower case and digits, as generated keys do (a hex digest or a name does not).
+    """
+    value = text.strip("\"'`")
+    return (
+        len(value) >= 16 and labelled_value(value)
+        and all(re.search(p, value) for p in (r"[a-z]", r"[A-Z]", r"[0-9]")) and entropy(value) >= 3.5
+    )
+
+
 def real_password(text: str) -> bool:
     return not PLACEHOLDER.match(text)
 
 
+# A prefix starts where no letter or digit comes before it (an underscore may: TOKEN_ghp_...).
+# Quantifiers that a following literal could never match are possessive (``+`` after them),
+# so a long run that fails to match is not tried again from every place inside it.
+START = r"(?<![A-Za-z0-9])"
+VALUE = r"[\"'`]?\s*(?:[:=]|=>)\s*[\"'`]?([^\s\"'`,;]{8,}+)"
 # (kind, pattern, check on the matched text or its first group): every prefix in any case
 PREFIXED = [
-    ("AWS access key id", r"\b(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA|APKA)[A-Z0-9]{16}\b", upper_or_has_digit),
-    ("GitHub token", r"\b(?:gh[pousr]_[A-Z0-9]{30,}|github_pat_[A-Z0-9_]{22,})", None),
-    ("GitLab token", r"\bglpat-[A-Z0-9_\-]{20,}", None),
-    ("Slack token", r"\bxox[abposr]-[A-Z0-9-]{10,}", None),
-    ("Anthropic API key", r"\bsk-ant-[A-Z0-9_\-]{20,}", None),
-    ("OpenAI API key", r"\bsk-(?:proj|svcacct|admin)-[A-Z0-9_\-]{20,}", None),
-    ("OpenAI API key", r"\bsk-[A-Z0-9_\-]{20,}", has_digit),
-    ("Stripe secret key", r"\b[rs]k_live_[A-Z0-9]{16,}", None),
-    ("Google API key", r"\bAIza[0-9A-Z_\-]{35}\b", upper_or_has_digit),
-    ("npm token", r"\bnpm_[A-Z0-9]{36}\b", None),
-    ("PyPI token", r"\bpypi-AgEIcHlwaS5vcmc[A-Z0-9_\-]{50,}", None),
-    ("Datasette API token", r"\bdstok_[A-Z0-9_\-.]{20,}", None),
-    ("JSON Web Token", r"\beyJ[A-Z0-9_\-]{5,}\.eyJ[A-Z0-9_\-]{5,}\.[A-Z0-9_\-]{10,}", None),
-    ("private key material", r"\bMII[A-Z0-9+/]{60,}", has_digit),
+    ("AWS access key id", START + r"(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA|APKA)[A-Z0-9]{16}\b", upper_or_has_digit),
+    ("GitHub token", START + r"(?:gh[pousr]_[A-Z0-9]{30,}+|github_pat_[A-Z0-9_]{22,}+)", None),
+    ("GitLab token", START + r"glpat-[A-Z0-9_\-]{20,}+", None),
+    ("Slack token", START + r"xox[abposr]-[A-Z0-9-]{10,}+", None),
+    ("Anthropic API key", START + r"sk-ant-[A-Z0-9_\-]{20,}+", None),
+    ("OpenAI API key", START + r"sk-(?:proj|svcacct|admin)-[A-Z0-9_\-]{20,}+", None),
+    # a bare sk- key is letters and digits only: "sk-learn-experiments-2024" is a name
+    ("OpenAI API key", START + r"sk-[A-Z0-9]{32,}+(?![\-_])", has_digit),
+    ("Stripe secret key", START + r"[rs]k_live_[A-Z0-9]{16,}+", None),
+    ("Google API key", START + r"AIza[0-9A-Z_\-]{35}\b", upper_or_has_digit),
+    ("npm token", START + r"npm_[A-Z0-9]{36}\b", None),
+    ("PyPI token", START + r"pypi-AgEIcHlwaS5vcmc[A-Z0-9_\-]{50,}+", None),
+    ("Datasette API token", START + r"dstok_[A-Z0-9_\-.]{20,}+", None),
+    # these two start only where their own characters do not come before them: a long run of
+    # them is then tried once, not from every place inside it
+    ("JSON Web Token", r"(?<![A-Za-z0-9_\-.])eyJ[A-Z0-9_\-]{5,}+\.eyJ[A-Z0-9_\-]{5,}+\.[A-Z0-9_\-]{10,}+", None),
+    ("private key material", r"(?<![A-Za-z0-9+/])MII[A-Z0-9+/]{60,}+", lambda text: sum(c.isdigit() for c in text) >= 3),
 ]
 OTHER = [
-    ("private key block", r"-{3,}\s*BEGIN\s+(?:[A-Z0-9]+\s+)*PRIVATE\s+KEY(?:\s+BLOCK)?\s*-{3,}", None),
-    ("URL with a password", r"\b[a-z][a-z0-9+.\-]{1,20}://[^\s:/@'\"<>]+:([^\s/@'\"<>]+)@[^\s/'\"<>]+", real_password),
+    # the whole block, header to footer (or the end of the text): its body is the secret
+    (
+        "private key block",
+        r"(?<!-)-{3,}+\s*BEGIN\s+(?:[A-Z0-9]+\s+)*PRIVATE\s+KEY(?:\s+BLOCK)?\s*-{3,}+"
+        r"(?:.*?(?<!-)-{3,}+\s*END\s+(?:[A-Z0-9]+\s+)*PRIVATE\s+KEY(?:\s+BLOCK)?\s*-{3,}+|.*)",
+        None,
+    ),
+    ("URL with a password", r"\b[a-z][a-z0-9+.\-]{1,20}://[^\s:/@'\"<>]*+:([^\s/@'\"<>]++)@[^\s/'\"<>]+", real_password),
     ("AWS secret access key", r"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])", like_aws_secret),
     (
         "credential after a label",
-        r"(?<![A-Za-z0-9])(?:password|passwd|pwd|passphrase|secret|token|api[_\-]?key|apikey|access[_\-]?key|"
-        r"private[_\-]?key|secret[_\-]?key|client[_\-]?secret|auth[_\-]?token|key)(?![A-Za-z0-9])[\"']?\s*(?:[:=]|=>)\s*"
-        r"([^\s\"'`,;]{8,})",
+        START + r"(?:password|passwd|passphrase|secret|api[_\-]?key|apikey|access[_\-]?key|private[_\-]?key|"
+        r"secret[_\-]?key|client[_\-]?secret|auth[_\-]?token|access[_\-]?token)(?![A-Za-z0-9])" + VALUE,
         labelled_value,
     ),
+    ("credential after a label", START + r"(?:key|token|pwd)(?![A-Za-z0-9])" + VALUE, weakly_labelled_value),
 ]
 Check = Callable[[str], bool] | None
 COMPILED: list[tuple[str, re.Pattern[str], Check]] = [
-    (kind, re.compile(pattern, re.IGNORECASE if kind != "AWS secret access key" else 0), check)
+    (kind, re.compile(pattern, (re.IGNORECASE if kind != "AWS secret access key" else 0) | re.DOTALL), check)
     for kind, pattern, check in PREFIXED + OTHER
 ]
 PREFIXES_ONLY = COMPILED[: len(PREFIXED)]
 # where a prefixed key may start: text without one needs no prefixed pattern, and a key typed with spaces starts here
 PREFIX_START = re.compile(
-    r"\b(?:A(?:KIA|SIA|BIA|CCA|GPA|IDA|ROA|IPA|NPA|NVA|PKA)|gh[pousr]_|github_pat_|glpat-|xox[abposr]-|sk-|[rs]k_live_|AIza|npm_|"
+    r"(?<![A-Za-z0-9])(?:A(?:KIA|SIA|BIA|CCA|GPA|IDA|ROA|IPA|NPA|NVA|PKA)|gh[pousr]_|github_pat_|glpat-|xox[abposr]-|sk-|[rs]k_live_|AIza|npm_|"
     r"pypi-|dstok_|eyJ|MII)",
     re.IGNORECASE,
 )
 # each other pattern, with the text that must be present for it to match: most text has none of them
 OTHER_GATES = {"private key block": "---", "URL with a password": "://", "credential after a label": (":", "=")}
 SPACED_KEY_CHARS = 400  # the longest run of groups joined: a key typed in groups is far shorter
-KEY_GROUPS = re.compile(r"[A-Za-z0-9_\-+/=.]+(?:[ \t]+[A-Za-z0-9_\-+/=.]+)+")
+KEY_GROUP = re.compile(r"[A-Za-z0-9_\-+/=.]++")
+KEY_GROUPS = re.compile(r"[A-Za-z0-9_\-+/=.]++(?:[ \t]+[A-Za-z0-9_\-+/=.]++)+")
 BASE64_RUN = re.compile(r"(?<![A-Za-z0-9+/=_\-])[A-Za-z0-9+/_\-]{24,}={0,2}(?![A-Za-z0-9+/=_\-])")
 MASK = "[secret removed: {kind}]"
 
@@ -179,6 +215,7 @@ def spaced_keys(text: str) -> list[Finding]:
             continue
         groups = KEY_GROUPS.match(text, start.start(), start.start() + SPACED_KEY_CHARS)
         if groups is None:
+            covered = KEY_GROUP.match(text, start.start(), start.start() + SPACED_KEY_CHARS).end()  # type: ignore[union-attr]
             continue
         covered = groups.end()
         positions = [i for i in range(groups.start(), groups.end()) if not text[i].isspace()]

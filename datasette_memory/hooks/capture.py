@@ -85,9 +85,10 @@ def capture(payload: Payload, budget: int = DEFAULT_BUDGET) -> Capture:
         "tests": summary_of_tests(output) if command else "",
         "error": one_line(error) if error and payload.event == TOOL_FAILURE else "",
     }
-    fields = {name: cut(value, MAX_FIELD_CHARS.get(name, 1000)) for name, value in fields.items() if value}
-    found = Capture(fields, [])
+    # scanned whole, then cut: a key cut short would pass the scanner and be stored in part
+    found = Capture({name: value for name, value in fields.items() if value}, [])
     refuse_credentials(found)
+    found.fields = {name: cut(value, MAX_FIELD_CHARS.get(name, 1000)) for name, value in found.fields.items()}
     within_budget(found, budget)
     return found
 
@@ -178,12 +179,12 @@ def exit_status(payload: Payload, response: Any, error: str | None) -> str:
 
 # A test run's summary, from the last lines that hold one: (pattern, runner); each pattern's groups are counts.
 PYTEST = re.compile(
-    r"^=*\s*((?:\d+ (?:passed|failed|errors?|skipped|xfailed|xpassed|deselected|warnings?|rerun)(?:, )?)+) in [\d.]+s",
+    r"^=*[ \t]*((?:\d+ (?:passed|failed|errors?|skipped|xfailed|xpassed|deselected|warnings?|rerun)(?:, )?)+) in [\d.]+s",
     re.MULTILINE,
 )
-JEST = re.compile(r"^Tests:\s+(.*?\d+ total)\s*$", re.MULTILINE)
-VITEST = re.compile(r"^\s*Tests\s+(\d+ (?:failed|passed|skipped)[^\n]*?\(\d+\))\s*$", re.MULTILINE)
-MOCHA = re.compile(r"^\s*(\d+) (passing|failing|pending)\b", re.MULTILINE)
+JEST = re.compile(r"^Tests:[ \t]++(.*?\d+ total)[ \t]*$", re.MULTILINE)
+VITEST = re.compile(r"^[ \t]*Tests[ \t]+(\d+ (?:failed|passed|skipped)[^\n]*?\(\d+\))\s*$", re.MULTILINE)
+MOCHA = re.compile(r"^[ \t]*(\d+) (passing|failing|pending)\b", re.MULTILINE)
 NODE_TEST = re.compile(r"^# (pass|fail|skipped|todo) (\d+)\s*$", re.MULTILINE)
 CARGO = re.compile(r"^test result: (?:ok|FAILED)\. (\d+) passed; (\d+) failed; (\d+) ignored", re.MULTILINE)
 GO_TEST = re.compile(r"^--- (PASS|FAIL|SKIP): ", re.MULTILINE)

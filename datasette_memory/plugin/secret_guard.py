@@ -3,14 +3,17 @@
 Memory's tables are closed to Datasette's writes (:mod:`.permissions`), but the
 agent's own tables in the memory file keep whatever Datasette allows: inserts,
 upserts, updates, ``/-/create``, ``/-/execute-write`` and stored write
-queries. Every POST to the memory database is read whole before Datasette
-sees it, and one whose values hold a likely secret is refused with 400 in the
-shape of Datasette's own write errors, naming the field and the kind found,
+queries. Every POST to the memory database is read whole (up to Datasette's
+``max_post_body_bytes``, which Datasette applies to these requests anyway)
+before Datasette sees it, read as JSON, as a form and as text, and one whose
+values hold a likely secret is refused with 400 in the shape of Datasette's
+own write errors, naming the field and the kind found,
 so that the file holds no credential whichever door wrote it. The memory
 pages' forms (``/-/memory/...``) go through the core, which refuses the same
 way.
 """
 
+import asyncio
 import json
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -24,15 +27,30 @@ from .connection import memory_database_name
 Receive = Callable[[], Awaitable[dict[str, Any]]]
 
 
-def submitted_values(body: bytes, content_type: str) -> Any:
-    "A request body's values: JSON as parsed, a form's fields, or the text itself."
+def submitted_values(body: bytes) -> dict[str, Any]:
+    """
+    A request body's values, read every way Datasette might read it: as JSON, as a
+    form (Datasette reads a body that is not JSON as one, whatever its content type
+    says, and percent-decodes it) and as the text itself.
+    """
     text = body.decode("utf-8", "replace")
-    if "application/x-www-form-urlencoded" in content_type:
-        return parse_qs(text, keep_blank_values=True)
+    values: dict[str, Any] = {}
     try:
-        return json.loads(text)
-    except ValueError:
-        return text
+        values["json"] = json.loads(text)
+    except (ValueError, RecursionError):
+        pass
+    return {**values, "form": parse_qs(text, keep_blank_values=True), "text": text}
+
+
+async def respond(send: Any, status: int, raw: bytes) -> None:
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(raw)).encode())]})
+    await send({"type": "http.response.body", "body": raw})
+
+
+def too_large(max_bytes: int) -> bytes:
+    error = f"the request body is over Datasette's max_post_body_bytes setting ({max_bytes:,} bytes); send less at a time"
+    return json.dumps({"ok": False, "errors": [error], "error": error}).encode("utf-8")
 
 
 def refusal(field: str, kind: str) -> bytes:
@@ -44,14 +62,20 @@ def refusal(field: str, kind: str) -> bytes:
     return json.dumps({"ok": False, "errors": [error], "error": error}).encode("utf-8")
 
 
-async def read_body(receive: Receive) -> list[dict[str, Any]]:
-    "Every message of a request's body, as the app would have received them."
-    messages = []
+async def read_body(receive: Receive, max_bytes: int) -> tuple[list[dict[str, Any]], bool]:
+    """
+    Every message of a request's body, as the app would have received them, and
+    whether it all came; reading stops past ``max_bytes`` (0: no limit).
+    """
+    messages, size = [], 0
     while True:
         message = await receive()
         messages.append(message)
+        size += len(message.get("body", b""))
         if message["type"] != "http.request" or not message.get("more_body"):
-            return messages
+            return messages, True
+        if max_bytes and size > max_bytes:
+            return messages, False
 
 
 def replay(messages: list[dict[str, Any]], receive: Receive) -> Receive:
@@ -75,16 +99,16 @@ def refuse_secrets_in_datasette_writes(datasette: Any) -> Callable[[Any], Any]:
         async def checked(scope: dict[str, Any], receive: Receive, send: Any) -> None:
             if scope["type"] != "http" or scope.get("method") != "POST" or not guarded(scope["path"], memory_database_name(datasette)):
                 return await app(scope, receive, send)
-            messages = await read_body(receive)
+            max_bytes = datasette.setting("max_post_body_bytes")
+            messages, whole = await read_body(receive, max_bytes)
+            if not whole:
+                return await respond(send, 413, too_large(max_bytes))
             body = b"".join(m.get("body", b"") for m in messages if m["type"] == "http.request")
-            headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
-            found = first_secret(submitted_values(body, headers.get("content-type", "")), "body")
+            # the scan takes a few milliseconds a megabyte: off the event loop, so one request holds up no other
+            found = await asyncio.to_thread(first_secret, submitted_values(body), "body")
             if found is None:
                 return await app(scope, replay(messages, receive), send)
-            raw = refusal(*found)
-            await send({"type": "http.response.start", "status": 400,
-                        "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(raw)).encode())]})
-            await send({"type": "http.response.body", "body": raw})
+            await respond(send, 400, refusal(*found))
 
         return checked
 
