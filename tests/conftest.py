@@ -1,4 +1,5 @@
 import pytest
+from datasette.app import Datasette
 
 from datasette_memory import Config, Memory, SearchSettings, vectors
 from datasette_memory.vectors.side_file import close_side_files
@@ -16,6 +17,16 @@ def memory(db_path):
     memory = Memory.open(db_path, actor="tester", session="s1")
     yield memory
     memory.close()
+
+
+@pytest.fixture
+async def datasette(db_path):
+    "Datasette serving a new memory file, started and shut down as a server does; a module may define its own."
+    Memory.open(db_path).close()
+    datasette = Datasette([str(db_path)])
+    await datasette.invoke_startup()
+    yield datasette
+    await datasette.invoke_shutdown()
 
 
 @pytest.fixture

@@ -163,15 +163,6 @@ async def test_stdio_subprocess(db_path):
     assert memory.conn.execute("SELECT actor, project FROM events").fetchall() == [("codex", "a")]
 
 
-@pytest.fixture
-async def datasette(db_path):
-    Memory.open(db_path).close()
-    datasette = Datasette([str(db_path)])
-    await datasette.invoke_startup()
-    yield datasette
-    await datasette.invoke_shutdown()
-
-
 def http_client(datasette, token=None):
     transport = StreamableHttpTransport(
         "http://localhost/-/memory/mcp",

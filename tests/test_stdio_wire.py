@@ -307,15 +307,6 @@ def test_the_cap_must_be_a_positive_number():
 # over HTTP
 
 
-@pytest.fixture
-async def datasette(db_path):
-    Memory.open(db_path).close()
-    datasette = Datasette([str(db_path)])
-    await datasette.invoke_startup()
-    yield datasette
-    await datasette.invoke_shutdown()
-
-
 async def mcp_headers(datasette):
     return {
         "Authorization": f"Bearer {await datasette.create_token('alice')}",
