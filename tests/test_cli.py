@@ -17,6 +17,8 @@ from datasette_memory import Memory, SchemaTooNewError
 from datasette_memory.cli import cli
 from datasette_memory.cli.options import default_db_path
 
+from .damage import damage
+
 
 def run(*args, env=None):
     return CliRunner().invoke(cli, list(args), env=env, catch_exceptions=False)
@@ -195,12 +197,8 @@ def damaged(db_path):
     memory.close()
     conn = sqlite3.connect(db_path)
     conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    page_size = conn.execute("PRAGMA page_size").fetchone()[0]
-    root = conn.execute("SELECT rootpage FROM sqlite_master WHERE name = 'observations'").fetchone()[0]
     conn.close()
-    with open(db_path, "r+b") as f:
-        f.seek(page_size * (root - 1))
-        f.write(b"\xff" * page_size)
+    damage(db_path)
     return hashlib.sha256(db_path.read_bytes()).hexdigest()
 
 

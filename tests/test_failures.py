@@ -35,6 +35,7 @@ from datasette_memory.core.file_errors import file_failure
 from datasette_memory.core.log_throttle import LogThrottle
 from datasette_memory.sqltools.snapshots import SnapshotFailed, take_snapshot
 
+from .damage import damage
 from .test_cli import fetch, free_port
 
 ROOT = pathlib.Path(__file__).parent.parent
@@ -194,17 +195,6 @@ def test_a_file_that_is_not_a_database(tmp_path, command):
     assert line.startswith(f"Error: {path}: not a SQLite database"), line
     assert digest(path) == before
     assert listing(folder) == ["memory.db"]
-
-
-def damage(path: pathlib.Path) -> None:
-    "Overwrite the observations table's root page with garbage."
-    conn = sqlite3.connect(path)
-    page_size = conn.execute("PRAGMA page_size").fetchone()[0]
-    root = conn.execute("SELECT rootpage FROM sqlite_master WHERE name = 'observations'").fetchone()[0]
-    conn.close()
-    with open(path, "r+b") as f:
-        f.seek(page_size * (root - 1))
-        f.write(b"\xff" * page_size)
 
 
 @pytest.mark.parametrize("command", [name for name in OPENING if name != "verify"])  # verify reports damage: tests/test_verify.py

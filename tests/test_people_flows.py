@@ -5,7 +5,9 @@ for a person to look at.
 """
 
 import json
+import os
 import re
+import sqlite3
 import subprocess
 import sys
 import urllib.request
@@ -197,3 +199,44 @@ def test_a_person_finds_the_agents_tool_activity_by_its_words(served, page):
     expect(events.first).to_contain_text("cargo test --workspace")
     expect(page.get_by_label("Text")).to_have_value("CARGO TEST")
     screenshot(page, "ledger-text-search")
+
+
+def test_a_person_meets_a_damaged_file_as_one_clear_page(tmp_path, page):
+    """
+    The memory file's pages damaged under a running Datasette (plain `datasette`, which, unlike `serve`,
+    does not check the file first): the search page says in one line what is wrong and what to do,
+    inside the memory pages' frame, with the navigation still there.
+    """
+    import time
+
+    from .damage import damage
+    from .test_cli import fetch, free_port
+
+    db_path = tmp_path / "memory.db"
+    memory = Memory.open(db_path, project="payments", config=Config(search=SearchSettings(semantic=False)))
+    memory.create_entities([entity(f"service-{i}", "service", f"note {i} " * 20) for i in range(200)])
+    memory.close()
+    with sqlite3.connect(db_path) as conn:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    damage(db_path)
+    port = free_port()
+    process = subprocess.Popen([sys.executable, "-m", "datasette", "serve", str(db_path), "--port", str(port)],
+                               env={**os.environ, "DATASETTE_MEMORY_NO_VECTORS": "1"}, stderr=subprocess.PIPE, text=True)
+    try:
+        base = f"http://127.0.0.1:{port}"
+        for _ in range(100):
+            try:
+                fetch(f"{base}/-/versions.json")
+                break
+            except OSError:
+                time.sleep(0.1)
+        response = page.goto(f"{base}/-/memory/search?project=payments&q=note")
+        assert response.status == 500
+        expect(page.locator("body")).to_contain_text("the file is damaged")
+        expect(page.locator("body")).to_contain_text("restore it from a snapshot or a backup")
+        expect(page.locator("nav.memory-nav").get_by_role("link", name="Overview")).to_be_visible()
+        screenshot(page, "damaged-file")
+    finally:
+        process.terminate()
+        _, stderr = process.communicate(timeout=10)
+    assert "Traceback" not in stderr

@@ -72,12 +72,11 @@ class SqlTools:
         that looks like a credential is refused before anything runs, and the
         audit row keeps it masked.
         """
-        record = self.record(tool, arguments)
+        record = AuditRecord(tool, arguments)
         started = time.perf_counter()
         try:
             if not self.allow_secrets:
-                for name, value in arguments.items():
-                    refuse_secrets(value, name)
+                refuse_credentials(arguments, record)
             agent = open_agent_connection(self.path, self.limits, write, self.project)
             try:
                 yield Call(agent, self.limits, record, self.caller.actor)
@@ -100,13 +99,8 @@ class SqlTools:
         :param arguments: the arguments as given
         :param error: why the call was refused
         """
-        record = self.record(tool, arguments)
-        record.error = self.masked(error)
+        record = AuditRecord(tool, self.masked(arguments), error=self.masked(error))
         write_audit(self.path, record, self.caller, self.project, 0.0, self.limits.audit_text_chars)
-
-    def record(self, tool: str, arguments: dict[str, Any]) -> AuditRecord:
-        "A call's audit record, its arguments' secrets masked."
-        return AuditRecord(tool, self.masked(arguments))
 
     def masked(self, value: Any) -> Any:
         "``value`` as the audit log keeps it: likely secrets masked, unless secrets are allowed."
@@ -228,6 +222,16 @@ class SqlTools:
             return search_text.search_text(
                 call, table, pattern, columns, where, key_column, limit, ignore_case, fixed_strings, context_chars, self.search_engine
             )
+
+
+def refuse_credentials(arguments: dict[str, Any], record: AuditRecord) -> None:
+    "Refuse a call whose arguments hold a likely credential, its audit record keeping them masked (one scan when they do not)."
+    try:
+        for name, value in arguments.items():
+            refuse_secrets(value, name)
+    except InvalidInput:
+        record.arguments = mask_secrets(arguments)
+        raise
 
 
 def check_reason(reason: Any) -> None:
