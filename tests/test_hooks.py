@@ -20,6 +20,7 @@ from datasette_memory.cli import cli
 from datasette_memory.core.hook_kinds import ACTIVITY, CHECKPOINT_REMINDER, SESSION_START
 from datasette_memory.hooks import capture as capturing
 from datasette_memory.hooks.activity import parse
+from datasette_memory.hooks.private import without_private
 from datasette_memory.hooks.project import ProjectFileError, choose_project
 from datasette_memory.hooks.recall import excerpt
 from datasette_memory.sqltools.tools import SqlTools
@@ -275,8 +276,9 @@ def test_tool_stores_nothing_private(db_path, workdir):
 
 
 def test_an_unclosed_private_span_hides_everything_after_it():
-    assert capturing.without_private("ok <private>secret and more") == "ok [private]"
-    assert capturing.without_private({"a": ["x <PRIVATE>y</PRIVATE> z"]}) == {"a": ["x [private] z"]}
+    assert without_private("ok <private>secret and more") == "ok [private]"
+    assert without_private({"a": ["x <PRIVATE>y</PRIVATE> z"]}) == {"a": ["x [private] z"]}
+    assert without_private({"a": "x <private>y", "b": ["z", 1], "c": True}) == {"a": "x [private]", "b": ["", None], "c": None}
 
 
 def test_tool_refuses_a_credential_and_says_so(db_path, workdir):

@@ -6,6 +6,7 @@ event as JSON on stdin, and put what it prints into the model's context. The
 commands; this package is what they do, one concern per module:
 
 - :mod:`.payloads`: the JSON a hook receives, read into one shape;
+- :mod:`.private`: text marked ``<private>``, hidden from the whole payload before it is read;
 - :mod:`.project`: which project a hook works on, and which rule chose it;
 - :mod:`.shape`: what a hook prints: the documented output shapes, within a byte budget;
 - :mod:`.kinds`: the ledger event kinds the hooks write;

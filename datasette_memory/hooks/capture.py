@@ -6,9 +6,9 @@ command and its exit status, and a test run's counts when its output ends with
 a summary pytest, jest, vitest, mocha, node's test runner, cargo or go test
 prints. Each field is cut to a small size, and the whole event to a budget.
 
-Text inside ``<private>...</private>`` is removed before anything is read (an
-unclosed ``<private>`` hides everything after it). A field holding what looks
-like a credential is left out, and the event says so; the core's scanner
+Text inside ``<private>...</private>`` was hidden from the whole payload before
+it got here (:mod:`.private`). A field holding what looks like a credential is
+left out, and the event says so; the core's scanner
 (:func:`~datasette_memory.core.secrets.refuse_secrets`) decides, as it does for
 every other write.
 
@@ -36,7 +36,6 @@ MAX_FIELD_CHARS = {"tool": 100, "command": 300, "error": 300, "tests": 200, "exi
 MAX_FILES = 10
 MAX_PATH_CHARS = 200
 MAX_FILES_CHARS = 500
-PRIVATE = re.compile(r"<private>.*?(?:</private>|\Z)", re.IGNORECASE | re.DOTALL)
 PATCH_FILE = re.compile(r"^\*\*\* (?:Add|Update|Delete) File: (.+)$|^\*\*\* Move to: (.+)$", re.MULTILINE)
 EXIT_CODE = re.compile(
     r"(?:^|\n)\s*Exit code:?\s*(-?\d+)|Process exited with code (-?\d+)|exited with (?:non-zero )?(?:status )?code (-?\d+)",
@@ -72,8 +71,7 @@ def capture(payload: Payload, budget: int = DEFAULT_BUDGET) -> Capture:
     :param payload: the hook's payload
     :param budget: most bytes of the event's content (UTF-8)
     """
-    tool_input, response = without_private(payload.tool_input), without_private(payload.tool_response)
-    error = without_private(payload.error)
+    tool_input, response, error = payload.tool_input, payload.tool_response, payload.error
     tool = payload.tool_name or "unknown"
     command = command_of(tool, tool_input)
     output = response_text(response) + ("\n" + error if error else "")
@@ -91,17 +89,6 @@ def capture(payload: Payload, budget: int = DEFAULT_BUDGET) -> Capture:
     found.fields = {name: cut(value, MAX_FIELD_CHARS.get(name, 1000)) for name, value in found.fields.items()}
     within_budget(found, budget)
     return found
-
-
-def without_private(value: Any) -> Any:
-    "``value`` with every ``<private>...</private>`` span in its strings replaced by ``[private]``."
-    if isinstance(value, str):
-        return PRIVATE.sub("[private]", value)
-    if isinstance(value, list):
-        return [without_private(item) for item in value]
-    if isinstance(value, dict):
-        return {key: without_private(item) for key, item in value.items()}
-    return value
 
 
 def command_of(tool: str, tool_input: Any) -> str | None:

@@ -8,12 +8,18 @@ UserPromptSubmit; ``tool_name``, ``tool_input`` and ``tool_response`` on
 PostToolUse (Claude Code sends a failed call as PostToolUseFailure, with ``error``
 instead of ``tool_response``); ``stop_hook_active`` on Stop. Fields this package
 does not use are ignored, and so is a missing field it can do without.
+
+Text inside ``<private>...</private>`` is hidden from the whole payload, read as
+one text (:mod:`.private`), before any field is taken from it: every hook reads
+the same payload, without it.
 """
 
 import dataclasses
 import json
 import pathlib
 from typing import Any
+
+from .private import without_private
 
 SESSION_START = "SessionStart"
 PROMPT = "UserPromptSubmit"
@@ -76,7 +82,8 @@ def read_payload(data: bytes, events: tuple[str, ...]) -> Payload:
         raise HookInputError(f"stdin is not JSON ({e}); the agent passes the hook's event as a JSON object there")
     if not isinstance(found, dict):
         raise HookInputError(f"stdin holds a JSON {type(found).__name__}, not the JSON object of a hook event")
-    event = text_field(found, "hook_event_name")
+    found = without_private(found)
+    event = text_field(found, "hook_event_name") or None  # a name hidden by a span says nothing
     if event is not None and event not in events:
         raise HookInputError(f"stdin holds a {event} event; this command handles {' and '.join(events)}")
     return Payload(

@@ -19,6 +19,7 @@ from ..memory import Memory
 from ..search import memory_search
 from ..search.terms import FTS_SYNTAX
 from .payloads import PROMPT
+from .private import MARKER
 from .shape import PROMPT_BUDGET, Context, one_line
 
 DEFAULT_BUDGET = PROMPT_BUDGET
@@ -52,7 +53,8 @@ def confident_matches(memory: Memory, prompt: str, rule: RecallRule = RULE) -> l
     :param prompt: the user's prompt
     :param rule: the confidence rule
     """
-    query = FTS_SYNTAX.sub(" ", prompt).encode("utf-8")[:MAX_PROMPT_BYTES].decode("utf-8", "ignore")
+    # where a private span was, nothing is searched: its marker's word would match memory's "private"
+    query = FTS_SYNTAX.sub(" ", prompt.replace(MARKER, " ")).encode("utf-8")[:MAX_PROMPT_BYTES].decode("utf-8", "ignore")
     if not query.strip():
         return []
     found = memory_search.search_memory(
