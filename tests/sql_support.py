@@ -117,7 +117,8 @@ def state(path: pathlib.Path) -> dict:
         audit = conn.execute("SELECT id, tool, ok, error FROM sql_audit ORDER BY id").fetchall()
     finally:
         conn.close()
-    files = sorted(str(p.relative_to(path.parent)) for p in path.parent.rglob("*") if not p.name.endswith(("-wal", "-shm")))
+    # SQLite's WAL and shared-memory files and advisory lock files hold no state of their own
+    files = sorted(str(p.relative_to(path.parent)) for p in path.parent.rglob("*") if not p.name.endswith(("-wal", "-shm", ".lock")))
     return {"schema": schema, "data": data, "audit": audit, "files": files, "snapshots": list_snapshots(path.parent / f"{path.stem}-snapshots", path.stem)}
 
 

@@ -18,6 +18,10 @@ def case(tool, id, match, project=None, setup=(), **arguments):
     return pytest.param(tool, arguments, match, project, setup, id=id)
 
 
+def view_name(id, name, match):
+    return case("create_view", id, match, name=name, select_sql="SELECT 1", description="a view")
+
+
 REFUSED = [
     # One statement per call; comments, CTEs, casing and NUL bytes disguise nothing.
     case("read_query", "stacked-statements", "one statement per call", query="SELECT 1; DROP TABLE notes"),
@@ -83,6 +87,39 @@ REFUSED = [
     case("write_query", "fts4-module", "fts5 and rtree tables only", query="CREATE VIRTUAL TABLE old USING fts4 (body)"),
     case("create_view", "view-with-stacked-statement", "one statement per call", name="v", select_sql="SELECT 1; DROP TABLE notes", description="d"),
     case("create_view", "view-that-deletes", "must be one SELECT", name="v", select_sql="DELETE FROM notes", description="d"),
+    # Names of views, triggers, tables and indexes: one rule for all (ASCII letters, digits, _), so a
+    # name needs no quoting and cannot pass for another; memory's names stay memory's.
+    view_name("view-name-quote-semicolon", 'v"; DROP TABLE notes; --', "contains '\"'"),
+    view_name("view-name-single-quote", "it's", "contains \"'\""),
+    view_name("view-name-semicolon", "a;b", "contains ';'"),
+    view_name("view-name-comment", "a--b", "contains '-'"),
+    view_name("view-name-space", "open bugs", "contains ' '"),
+    view_name("view-name-newline", "a\nb", "contains '\\\\n'"),
+    view_name("view-name-dot", "main.v", "contains '.'"),
+    view_name("view-name-unicode", "ünï", r"contains 'ü' \(U\+00FC\)"),
+    view_name("view-name-look-alike", "\u0435ntities", r"U\+0435"),
+    view_name("view-name-bidi", "notes\u202e", r"U\+202E"),
+    view_name("view-name-digit-first", "1st", "starts with a digit"),
+    view_name("view-name-empty", "", "empty"),
+    view_name("view-name-blank", " ", "contains ' '"),
+    view_name("view-name-overlong", "v" * 129, "129 characters, over the limit of 128"),
+    view_name("view-name-entities", "entities", "reserved"),
+    view_name("view-name-events-folded", "EVENTS", "reserved"),
+    view_name("view-name-audit", "sql_audit", "reserved"),
+    view_name("view-name-reserved-prefix", "claim_inbox", "reserved"),
+    view_name("view-name-sqlite", "sqlite_v", "reserved"),
+    case("destructive_query", "trigger-name-semicolon", "create trigger: the name 'a;b' contains ';'", query='CREATE TRIGGER "a;b" AFTER INSERT ON notes BEGIN SELECT 1; END', reason="r"),
+    case("destructive_query", "trigger-name-quote", "contains '\"'", query='CREATE TRIGGER "t""x" AFTER INSERT ON notes BEGIN SELECT 1; END', reason="r"),
+    case("destructive_query", "trigger-name-unicode", r"U\+00E9", query="CREATE TRIGGER évil AFTER INSERT ON notes BEGIN SELECT 1; END", reason="r"),
+    case("destructive_query", "trigger-name-overlong", "over the limit of 128", query=f"CREATE TRIGGER {'t' * 129} AFTER INSERT ON notes BEGIN SELECT 1; END", reason="r"),
+    case("destructive_query", "trigger-name-reserved", "reserved", query="CREATE TRIGGER memory_hook AFTER INSERT ON notes BEGIN SELECT 1; END", reason="r"),
+    case("write_query", "table-name-semicolon", "create table: the name", query='CREATE TABLE "x; DROP TABLE notes" (a)'),
+    case("write_query", "table-name-space", "contains ' '", query="CREATE TABLE [my notes] (a)"),
+    case("write_query", "index-name-quote", "contains \"'\"", query="CREATE INDEX `it's` ON notes (body)"),
+    case("write_query", "virtual-table-name-dash", "contains '-'", query='CREATE VIRTUAL TABLE "f-f" USING fts5 (a)'),
+    case("destructive_query", "rename-table-to-bad-name", "contains ';'", query='ALTER TABLE notes RENAME TO "n;n"', reason="r"),
+    case("destructive_query", "drop-memory-trigger-folded", "memory's own schema", query='DROP TRIGGER main."EVENTS_REFUSE_UPDATE"', reason="r"),
+    case("destructive_query", "drop-audit-view-quoted", "audit record", query='DROP VIEW [Query_Errors]', reason="r"),
     # Value size, time and bombs.
     case("read_query", "randomblob-bomb", "byte limit", query="SELECT randomblob(100000000)"),
     case("write_query", "zeroblob-write", "byte limit", query="INSERT INTO notes (body) VALUES (zeroblob(5000000))"),

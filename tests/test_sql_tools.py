@@ -295,3 +295,39 @@ def test_the_agents_schema_has_a_size_cap(path):
     with pytest.raises(SqlLimitExceeded, match="over the limit of 2000"):
         tools.write_query("CREATE TABLE wide (" + ", ".join(f"column_with_a_long_name_{i} TEXT" for i in range(60)) + ")")
     assert tools.get_schema() == before
+
+
+@pytest.mark.parametrize("name", ["a", "_scratch", "Open_Bugs2", "v" * LIMITS.max_name_chars])
+def test_names_of_ascii_letters_digits_and_underscores_are_accepted(tools, name):
+    tools.write_query(f"CREATE TABLE {name} (a)")
+    tools.write_query(f"CREATE INDEX {name}_i ON {name} (a)" if len(name) < 100 else f"CREATE INDEX i_{name[:100]} ON {name} (a)")
+    tools.create_view(f"{name[:120]}_v", f"SELECT a FROM {name}", "a view of it")
+    tools.destructive_query(f"CREATE TRIGGER {name[:120]}_t AFTER INSERT ON {name} BEGIN SELECT 1; END", "for the test")
+
+
+def test_a_virtual_tables_shadow_tables_may_be_longer_than_the_name_cap(path):
+    tools = tools_for(path, limits=Limits(max_name_chars=10))
+    tools.write_query("CREATE VIRTUAL TABLE abcdefghij USING fts5 (body)")
+    tools.write_query("CREATE VIRTUAL TABLE klmnopqrst USING rtree (id, min_x, max_x)")
+    assert "abcdefghij_docsize" in tools.get_schema(include_system=True)
+    with pytest.raises(SqlRefused, match="11 characters, over the limit of 10"):
+        tools.write_query("CREATE VIRTUAL TABLE abcdefghijk USING fts5 (body)")
+
+
+def test_an_object_named_before_the_rule_can_be_altered_renamed_and_dropped(tools, path):
+    conn = sqlite3.connect(path)
+    conn.execute('CREATE TABLE "old notes" (body TEXT)')
+    conn.commit()
+    conn.close()
+    tools.destructive_query('ALTER TABLE "old notes" ADD COLUMN extra TEXT', "keep it a while")
+    with pytest.raises(SqlRefused, match="contains ' '"):
+        tools.destructive_query('ALTER TABLE "old notes" RENAME TO "new notes"', "a new bad name is refused")
+    tools.destructive_query('ALTER TABLE "old notes" RENAME TO old_notes', "a name that needs no quoting")
+    tools.destructive_query("DROP TABLE old_notes", "done with it")
+    assert "old" not in tools.get_schema()
+
+
+def test_a_pinned_bridge_drops_its_saved_view_by_name(path):
+    tools_for(path, "alpha").destructive_query("DROP VIEW service_names", "unused")
+    assert "service_names" not in tools_for(path).get_schema()
+    assert tools_for(path).read_query("SELECT count(*) FROM sql_views").splitlines()[1] == "0"

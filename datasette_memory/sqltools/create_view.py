@@ -4,24 +4,21 @@ from typing import Any
 
 from ..core.clock import now
 from ..core.errors import InvalidInput
+from ..core.validation import check_text
 from .execute import Call, check_sql, classify, transaction
 from .guard import READ, VIEW
 from .lexer import Statement, statement
-from .names import is_reserved, quote
+from .names import is_reserved, name_problem, quote
 from .schema_check import check_schema_change, schema_rows
 from .sql_errors import SqlRefused
 
 
 def check_view_name(name: Any, max_chars: int) -> str:
-    "A view name: a non-empty string within the cap, not reserved."
-    if not isinstance(name, str) or not name.strip():
-        raise InvalidInput("name: must be a non-empty string")
-    if len(name) > max_chars:
-        raise InvalidInput(f"name: {len(name)} characters is over the limit of {max_chars}")
-    if "\x00" in name:
-        raise InvalidInput("name: must not contain NUL characters")
-    if is_reserved(name):
-        raise SqlRefused(f"name: {name} is reserved for memory's own tables and views: choose another name")
+    "A view name that follows the rule for every name the agent gives (see :func:`~.names.name_problem`)."
+    check_text(name, "name", max_bytes=None)
+    problem = name_problem(name, max_chars)
+    if problem:
+        raise (SqlRefused if is_reserved(name) else InvalidInput)(f"name: {problem}")
     return name
 
 
@@ -67,7 +64,7 @@ def create_view(call: Call, name: Any, select_sql: Any, description: Any, replac
             "INSERT OR REPLACE INTO sql_views (name, description, select_sql, created_at, actor) VALUES (?, ?, ?, ?, ?)",
             [name, description, select_sql, now(), call.actor],
         )
-        check_schema_change(conn, before, call.agent, limits.max_schema_bytes)
+        check_schema_change(conn, before, call.agent, limits)
     call.record.outcome = "replaced" if replaced else "created"
     return f"# view {quote(name)} {'replaced; the old definition is kept in the audit log' if replaced else 'created'}\n"
 

@@ -57,7 +57,7 @@ class Run:
     def __init__(self, agent: AgentConnection, tool: str, sql: str, found: Statement, deadline: Deadline, limits: Limits):
         self.agent = agent
         self.sql = sql
-        self.guard = Guard(tool, found, agent.pinned, agent.scope_views, agent.shadow_tables, sql)
+        self.guard = Guard(tool, found, agent.pinned, agent.scope_views, agent.shadow_tables, sql, limits.max_name_chars)
         self.deadline = deadline
         self.limits = limits
         self.write = tool != "read_query"

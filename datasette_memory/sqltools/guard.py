@@ -7,13 +7,18 @@ statement does, not on its text. Actions reported while the statement runs
 come from SQLite itself (a virtual table creating or updating its shadow
 tables); they pass the same table and name checks but not the per-tool
 ones, which is what SQLite's defensive mode does for shadow tables.
+
+SQLite compiles the programs of the triggers a statement fires together with
+the statement, reporting their actions with the trigger's name, so a write is
+judged by everything it does, its triggers' actions included.
 """
 
 import sqlite3
 from typing import cast
 
 from .lexer import Statement
-from .names import GLOBAL_TABLES, SCHEMA_TABLES, fold, is_memory, is_reserved
+from .limits import Limits
+from .names import GLOBAL_TABLES, SCHEMA_TABLES, fold, is_memory, name_problem
 
 READ = "read_query"
 WRITE = "write_query"
@@ -82,6 +87,7 @@ class Guard:
     :param scope_views: folded names of the temporary views that filter memory tables by project
     :param shadow_tables: folded names of virtual tables' shadow tables, read-only to SQL as in defensive mode
     :param sql: the statement's text: its trace marks the end of compiling
+    :param max_name_chars: the longest name of a new table, view, index or trigger
     """
 
     def __init__(
@@ -92,6 +98,7 @@ class Guard:
         scope_views: frozenset[str] = frozenset(),
         shadow_tables: frozenset[str] = frozenset(),
         sql: str | None = None,
+        max_name_chars: int = Limits.max_name_chars,
     ):
         self.tool = tool
         self.statement = statement
@@ -99,9 +106,11 @@ class Guard:
         self.scope_views = scope_views
         self.shadow_tables = shadow_tables
         self.sql = sql
+        self.max_name_chars = max_name_chars
         self.running = False
         self.refusal: str | None = None
         self.dropped_views: list[str | None] = []
+        self.triggers: set[str] = set()
 
     def __call__(self, action: int, arg1: str | None, arg2: str | None, db: str | None, source: str | None) -> int:
         try:
@@ -147,7 +156,7 @@ class Guard:
         if action == sqlite3.SQLITE_READ:
             return self.check_read(arg1, db, source)
         if action in WRITE_ACTIONS:
-            return self.check_write(action, arg1, db)
+            return self.check_write(action, arg1, db, source)
         if action in CREATE_ACTIONS or action in DROP_ACTIONS:
             return TEMP_REFUSED if db == "temp" else self.check_schema(action, arg1, arg2)
         if action == sqlite3.SQLITE_REINDEX and self.statement.verb == "CREATE":
@@ -189,13 +198,14 @@ class Guard:
             )
         return f"{table} has no project column, so a bridge pinned to project {self.pinned!r} cannot read it"
 
-    def check_write(self, action: int, table: str | None, db: str | None) -> str | None:
+    def check_write(self, action: int, table: str | None, db: str | None, trigger: str | None = None) -> str | None:
+        "``trigger``: the trigger whose program does the write, or None for the statement itself."
         folded = fold(table or "")
         verb = self.statement.verb
         if folded in SCHEMA_TABLES:
             return None  # SQLite refuses direct schema edits itself, and PRAGMA writable_schema is refused
         if folded == "sqlite_sequence":
-            if (action, verb) in ((sqlite3.SQLITE_DELETE, "DROP"), (sqlite3.SQLITE_UPDATE, "ALTER")):
+            if trigger is None and (action, verb) in ((sqlite3.SQLITE_DELETE, "DROP"), (sqlite3.SQLITE_UPDATE, "ALTER")):
                 return None  # dropping or renaming an AUTOINCREMENT table keeps its counter in step
             return "sqlite_sequence holds SQLite's AUTOINCREMENT counters: the SQL tools cannot change it"
         if folded.startswith("sqlite_"):
@@ -209,6 +219,32 @@ class Guard:
         if self.tool in (READ, VIEW):
             use = "destructive_query(query, reason)" if action == sqlite3.SQLITE_DELETE else "write_query"
             return f"{self.tool} cannot change data (this statement would {WRITE_ACTIONS[action]} {table}): use {use}"
+        if trigger is not None:
+            return self.check_trigger_write(action, table, trigger)
+        return None
+
+    def check_trigger_write(self, action: int, table: str | None, trigger: str) -> str | None:
+        """
+        A trigger's write is judged as the same write made by the statement itself.
+
+        write_query runs no DELETE statement, whatever its size: a delete needs a
+        reason and a snapshot, which destructive_query takes. A trigger's DELETE
+        is the same act one step removed, so a write that can fire one (SQLite
+        compiles every trigger the statement may fire, WHEN clauses aside) is
+        refused here, before anything runs, and destructive_query runs it after
+        its snapshot, with a reason in the audit log. Snapshotting inside
+        write_query instead would make write_query a delete with no reason.
+        A trigger's UPDATE (or REPLACE) is treated as the statement's own: the
+        rows it changes count toward max_changed_rows, since the change counter
+        reads total_changes(), which includes trigger programs (see :mod:`.change_count`).
+        """
+        self.triggers.add(trigger)
+        if action == sqlite3.SQLITE_DELETE and self.tool == WRITE:
+            return (
+                f"this write can fire trigger {trigger}, which deletes rows from {table}: write_query does not "
+                "delete rows, its triggers included. Use destructive_query(query, reason), which snapshots the "
+                "file first, or drop the trigger"
+            )
         return None
 
     def check_schema(self, action: int, arg1: str | None, arg2: str | None) -> str | None:
@@ -219,8 +255,10 @@ class Guard:
         for touched in (name, table):
             if is_memory(touched):
                 return memory_schema_refused(touched)
-        if action in CREATE_ACTIONS and fold(name) not in SQLITE_MADE and not fold(name).startswith("sqlite_autoindex_") and is_reserved(name):
-            return f"the name {name} is reserved for memory's own tables: choose another name"
+        if action in CREATE_ACTIONS and not self.running and not made_by_sqlite(name):  # running: a shadow table
+            problem = name_problem(name, self.max_name_chars)
+            if problem:
+                return f"{what}: {problem}"
         if fold(table or "") in self.shadow_tables and not self.running:
             return shadow_refused(table)
         if action == sqlite3.SQLITE_CREATE_VTABLE and fold(arg2 or "") not in VIRTUAL_TABLE_MODULES:
@@ -244,6 +282,11 @@ class Guard:
             return "views are created with create_view(name, select_sql, description), which records what they are for"
         tool = "write_query" if action in (sqlite3.SQLITE_CREATE_TABLE, sqlite3.SQLITE_CREATE_INDEX) else "destructive_query(query, reason)"
         return f"{self.tool} cannot {what} {name}: use {tool}"
+
+
+def made_by_sqlite(name: str) -> bool:
+    "Is ``name`` one SQLite gives its own objects (AUTOINCREMENT counters, constraint indexes)?"
+    return fold(name) in SQLITE_MADE or fold(name).startswith("sqlite_autoindex_")
 
 
 def shadow_refused(table: str | None) -> str:

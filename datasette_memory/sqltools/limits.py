@@ -38,7 +38,7 @@ class Limits:
     max_changed_rows: int = cap(100, "Most existing rows one write_query may change or delete, REPLACE and cascades included")
     max_schema_bytes: int = cap(1_000_000, "Most bytes of CREATE statements for the agent's own tables, views, indexes and triggers")
     max_description_chars: int = cap(2_000, "Longest view description create_view accepts")
-    max_name_chars: int = cap(128, "Longest view name create_view accepts")
+    max_name_chars: int = cap(128, "Longest name of a new table, view, index or trigger")
     snapshots_keep: int = cap(10, "Manual snapshots kept; older manual ones are removed")
     destructive_snapshots_keep: int = cap(10, "Snapshots taken before destructive_query kept; manual snapshots never remove them")
     max_scan_rows: int = cap(10_000, "Most rows search_text reads before it stops")

@@ -6,6 +6,7 @@ protected the day it lands, with no list here to forget to update.
 """
 
 import functools
+import re
 import sqlite3
 from typing import TypeGuard
 
@@ -17,6 +18,15 @@ GLOBAL_TABLES = frozenset({"memory_meta", "_sqlite_migrations", "sql_views"})
 RESERVED_NAMES = frozenset({"claims", "facts", "sql_audit", "sql_views", "query_errors"})
 RESERVED_PREFIXES = ("sqlite_", "claim_", "fact_", "memory_", "sql_audit", "sql_view", "_sqlite")
 SCHEMA_TABLES = frozenset({"sqlite_master", "sqlite_schema", "sqlite_temp_master", "sqlite_temp_schema"})
+# The agent's names need no quoting: quotes, semicolons, comment marks, spaces and
+# control characters cannot end an identifier early in SQL that someone writes
+# later, and ASCII alone means no look-alike letter (Cyrillic "е" in "еntities")
+# or invisible or bidi character can make one name pass for another on a page.
+NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+NAME_RULE = (
+    "names of tables, views, indexes and triggers are ASCII letters, digits and underscores, "
+    "not starting with a digit (such as open_bugs)"
+)
 
 
 def fold(name: str) -> str:
@@ -53,6 +63,33 @@ def is_reserved(name: str) -> bool:
     if is_memory(name) or folded in RESERVED_NAMES or folded.startswith(RESERVED_PREFIXES):
         return True
     return any(folded.startswith(table + "_") for table in memory_tables())
+
+
+def name_problem(name: str, max_chars: int) -> str | None:
+    """
+    Why the agent may not give ``name`` to a table, view, index or trigger of its own, or None if it may.
+
+    This is the one rule for every name the agent gives (create_view's argument,
+    CREATE and ALTER ... RENAME statements): a name of :data:`NAME`'s shape,
+    at most ``max_chars`` long, not reserved (see :func:`is_reserved`).
+
+    :param name: the name, unquoted
+    :param max_chars: the longest name accepted
+    """
+    if not name:
+        return f"the name is empty: {NAME_RULE}"
+    shown = repr(name if len(name) <= 60 else name[:60] + "…")
+    if len(name) > max_chars:
+        return f"the name {shown} is {len(name)} characters, over the limit of {max_chars}: choose a shorter name"
+    if not NAME.fullmatch(name):
+        if name[0].isascii() and name[0].isdigit():
+            return f"the name {shown} starts with a digit: {NAME_RULE}"
+        bad = next(c for c in name if not (c.isascii() and (c.isalnum() or c == "_")))
+        code = "" if bad.isascii() and bad.isprintable() else f" (U+{ord(bad):04X})"
+        return f"the name {shown} contains {bad!r}{code}: {NAME_RULE}"
+    if is_reserved(name):
+        return f"the name {name} is reserved for memory's own tables: choose another name"
+    return None
 
 
 def quote(name: str) -> str:

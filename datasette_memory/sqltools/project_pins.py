@@ -46,9 +46,10 @@ def pin(conn: sqlite3.Connection, project: str) -> frozenset[str]:
 
 def unpin(conn: sqlite3.Connection) -> None:
     """
-    Drop the temporary views again, before an ALTER TABLE: renaming re-reads the
-    whole schema, and memory's triggers would then name the views instead of the
-    tables. The guard still refuses every direct read of a memory table.
+    Drop the temporary views again, before an ALTER TABLE or a DROP: renaming
+    re-reads the whole schema, and memory's triggers would then name the views
+    instead of the tables; ``DROP VIEW name`` would find a saved view's temporary
+    twin instead of the view. The guard still refuses every direct read of a memory table.
 
     :param conn: a connection with no authorizer set
     """

@@ -5,8 +5,9 @@ agent's new or changed tables, views and triggers would do later, when a
 memory tool or a person in Datasette writes to them without the guard:
 
 - memory's own objects are exactly as they were;
-- no object of the agent's has a reserved name (``ALTER TABLE ... RENAME TO``
-  names its target only here);
+- every new name of the agent's follows the one rule for names
+  (:func:`~.names.name_problem`; ``ALTER TABLE ... RENAME TO`` names its
+  target only here);
 - no table of the agent's has a foreign key to a memory table (one could block
   or ride along the memory tools' deletes);
 - every way to write to a new or changed table or view (its defaults, checks
@@ -20,7 +21,8 @@ import sqlite3
 from .connections import AgentConnection
 from .guard import DESTRUCTIVE, Guard
 from .lexer import Statement
-from .names import fold, is_memory, is_reserved, quote
+from .limits import Limits
+from .names import fold, is_memory, name_problem, quote
 from .sql_errors import SqlLimitExceeded, SqlRefused
 
 
@@ -30,7 +32,7 @@ def schema_rows(conn: sqlite3.Connection) -> set[tuple[str, str, str, str | None
 
 
 def check_schema_change(
-    conn: sqlite3.Connection, before: set[tuple[str, str, str, str | None]], agent: AgentConnection, max_schema_bytes: int
+    conn: sqlite3.Connection, before: set[tuple[str, str, str, str | None]], agent: AgentConnection, limits: Limits
 ) -> None:
     """
     Refuse the schema the statement left, or return.
@@ -38,27 +40,44 @@ def check_schema_change(
     :param conn: the write connection, inside the call's transaction, guard removed
     :param before: :func:`schema_rows` taken before the statement
     :param agent: the call's :class:`~.connections.AgentConnection`
-    :param max_schema_bytes: the cap on the agent's schema size
+    :param limits: the caps (the schema's size, names' length)
     :raises SqlRefused: naming the object and the problem
     """
     after = schema_rows(conn)
     if {r for r in before if is_memory(r[1])} != {r for r in after if is_memory(r[1])}:
         raise SqlRefused("this statement would change memory's own schema: refused")
     changed = after - before
+    check_new_names(conn, {r[1] for r in before}, {r[1] for r in after}, limits.max_name_chars)
     for type, name, table, sql in sorted(changed, key=lambda r: (r[0], r[1])):
-        if is_reserved(name) and not fold(name).startswith("sqlite_"):  # SQLite refuses sqlite_ names to users itself
-            raise SqlRefused(f"the name {name} is reserved for memory's own tables: choose another name")
         if type == "table":
             check_foreign_keys(conn, name)
     targets = {table for type, name, table, sql in changed if type in ("table", "view", "trigger")}
     for target in sorted(t for t in targets if not fold(t).startswith("sqlite_")):
         check_write_paths(conn, target, agent)
     size = sum(len(sql or "") for type, name, table, sql in after if not is_memory(name))
-    if size > max_schema_bytes:
+    if size > limits.max_schema_bytes:
         raise SqlLimitExceeded(
             f"the agent's schema would be {size} bytes of CREATE statements, over the limit of "
-            f"{max_schema_bytes}; drop tables, views or triggers you no longer need"
+            f"{limits.max_schema_bytes}; drop tables, views or triggers you no longer need"
         )
+
+
+def check_new_names(conn: sqlite3.Connection, before: set[str], after: set[str], max_name_chars: int) -> None:
+    """
+    Refuse a name the statement gave that breaks the rule for names.
+
+    Only names that are new are checked: an object named before the rule (or
+    by another program) can still be altered, dropped or renamed to a good name.
+    Names SQLite gives (``sqlite_`` ones, a virtual table's shadow tables) are
+    derived from a name already checked.
+    """
+    shadow = {fold(row[1]) for row in conn.execute("PRAGMA main.table_list") if row[2] == "shadow"}
+    for name in sorted(after - before):
+        if fold(name).startswith("sqlite_") or fold(name) in shadow:
+            continue  # SQLite refuses sqlite_ names to users itself
+        problem = name_problem(name, max_name_chars)
+        if problem:
+            raise SqlRefused(problem)
 
 
 def check_foreign_keys(conn: sqlite3.Connection, table: str) -> None:

@@ -42,7 +42,7 @@ def destructive_query(call: Call, query: Any, reason: str, snapshot_folder: path
     """
     query = check_sql(query, "query", call.limits)
     found = classify(query, DESTRUCTIVE)
-    if found.verb == "ALTER" and call.agent.pinned is not None:
+    if found.verb in ("ALTER", "DROP") and call.agent.pinned is not None:
         project_pins.unpin(call.conn)
     precheck(call, query, found)
     taken: list[pathlib.Path] = []
@@ -89,8 +89,10 @@ def run_write(call: Call, tool: str, query: str, found: Statement, before: Calla
         affected = conn.execute("SELECT changes()").fetchone()[0] if found.verb in DATA_VERBS else 0
         changed = call.record.rows_changed = run.call(counter.existing_rows_changed)
         check_change_cap(call, tool, changed)
+        if run.guard.triggers:
+            call.record.detail["triggers"] = sorted(run.guard.triggers)
         if schema_rows(conn) != schema_before:
-            run.call(check_schema_change, conn, schema_before, call.agent, call.limits.max_schema_bytes)
+            run.call(check_schema_change, conn, schema_before, call.agent, call.limits)
         forget_dropped_views(conn, run.guard.dropped_views)
     call.record.outcome = f"{affected} rows affected" + (f"; {trailer}" if trailer else "")
     lines = [f"{affected} {'row' if affected == 1 else 'rows'} affected"]
