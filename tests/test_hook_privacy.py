@@ -1,4 +1,4 @@
-"""What a hook never stores: text inside ``<private>...</private>``, wherever in the payload the span is.
+"""What a hook never stores: text inside ``<private>...</private>``, wherever in the payload the span is, and credentials, whichever field holds them.
 
 Every test runs the real hook commands (click's CliRunner, the payloads Claude
 Code and Codex send: tests/hook_payloads/) on a real memory file, then reads
@@ -9,6 +9,10 @@ The property test writes the hidden text in runic letters, which no payload,
 path, heading or stored text otherwise holds: any runic letter found anywhere
 was inside a span. Its model of a span is the plainest one (tags counted as they
 nest, in the payload's order); the hooks hide at least that much.
+
+The credential tests put a GitHub token or an AWS key into each string of each
+recorded payload in turn: whatever field holds it, the hook records what it
+records without it, and says what it left out.
 """
 
 import json
@@ -158,7 +162,7 @@ def test_every_hook_reads_the_payload_without_its_spans(seeded):
     assert [e["session"] for e in stored(seeded, CHECKPOINT_REMINDER) + stored(seeded, SESSION_START)] == ["abc-[private]"] * 2
     sent = template("claude_session_start_compact") | {"source": "compact<private>Xylo-source"}
     started = run(seeded, sent)
-    assert "Xylo" not in started.stdout and "session compact[private]" in context_of(started.stdout, "SessionStart")
+    assert "Xylo" not in started.stdout and context_of(started.stdout, "SessionStart").startswith("# datasette-memory, session start:")
     assert "Xylo" not in json.dumps(stored(seeded, SESSION_START))
     asked = run(seeded, template("claude_user_prompt_submit") | {"prompt": "<private>Which port does the auth gateway listen on?</private>"})
     assert asked.exit_code == 0 and asked.stdout == ""  # the words memory would match were private: nothing is searched
@@ -260,3 +264,84 @@ def test_no_text_inside_a_private_span_is_ever_stored(seed, tmp_path_factory, se
     assert started.exit_code == 0 and started.stdout
     assert not HIDDEN_TEXT.search(started.stdout), started.stdout
     assert leak(folder) is None, leak(folder)
+
+
+# Credentials: every field a hook stores goes through the core's scanner
+
+CREDENTIALS = {"GitHub token": TOKEN, "AWS access key id": "AKIA" + "Q7WZ3K9D2M5X8B4N"}  # made up, in their shapes
+LEFT_OUT = "[left out: it looks like a credential]"
+
+
+def kept(folder, credential: str) -> str | None:
+    "Which file beside (or in) the memory file holds any 12 characters of ``credential``, as they are or lowercased."
+    pieces = {credential[i : i + 12].encode() for i in range(len(credential) - 11)}
+    for path in sorted(folder.iterdir()):
+        data = path.read_bytes().lower() if path.is_file() else b""
+        if any(piece.lower() in data for piece in pieces):
+            return path.name
+    return None
+
+
+def event_count(db_path) -> int:
+    conn = sqlite3.connect(db_path)
+    try:
+        return conn.execute("SELECT count(*) FROM events").fetchone()[0]
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize("name", TEMPLATES)
+def test_a_credential_in_any_field_of_any_payload_never_reaches_the_file(seed, tmp_path, name):
+    "Each string of each recorded payload in turn holds a credential; the hook still records what it records, without it."
+    writes = 0 if "user_prompt" in name or name.endswith("stop_active") else 1
+    paths = [path for path in string_paths(template(name)) if path != ("hook_event_name",)]
+    for n, (path, (kind, credential)) in enumerate((path, item) for path in paths for item in CREDENTIALS.items()):
+        folder = tmp_path / str(n)
+        shutil.copytree(seed, folder)
+        sent = template(name)
+        put(sent, path, sent_value(sent, path) + " " + credential)
+        before = event_count(folder / "memory.db")
+        result = run(folder / "memory.db", sent)
+        assert result.exit_code == 0, result.output
+        assert kept(folder, credential) is None, (path, kind, kept(folder, credential))
+        assert event_count(folder / "memory.db") == before + writes, (path, kind, result.stderr)
+        assert credential not in result.stdout and credential not in result.stderr
+
+
+def test_a_session_id_holding_a_credential_is_left_out_and_said(seeded):
+    for name in ("claude_post_tool_use_edit", "codex_stop", "claude_session_start_startup"):
+        result = run(seeded, template(name) | {"session_id": f"run-{TOKEN}"})
+        assert result.exit_code == 0
+        assert result.stderr.count("left the session_id out of the ledger: it looks like a credential (GitHub token)") == 1
+    assert [e["session"] for e in stored(seeded, ACTIVITY) + stored(seeded, CHECKPOINT_REMINDER) + stored(seeded, SESSION_START)] == [None] * 3
+
+
+def test_a_working_folder_holding_a_credential_is_left_out_of_the_session_start(seeded):
+    "The session start is still recorded and the context still printed; the folder (and the rule naming it) are left out."
+    folder = seeded.parent.parent / TOKEN / "app"
+    (folder / ".git").mkdir(parents=True)
+    result = hook(seeded, "session-start", template(CLEAN_START) | {"cwd": str(folder / "src")})
+    assert result.exit_code == 0
+    assert "left the cwd out of the session_start event: it looks like a credential (GitHub token)" in result.stderr
+    assert "left the project out of the session_start event" in result.stderr  # the rule: the repository at .../ghp_.../app
+    assert 'project "app", chosen by the git repository at' in context_of(result.stdout, "SessionStart")
+    (event,) = stored(seeded, SESSION_START)
+    assert event["content"] == f"source: startup\ncwd: {LEFT_OUT}\nproject: {LEFT_OUT}"
+    assert kept(seeded.parent, TOKEN) is None
+
+
+@pytest.mark.parametrize("setting", ["repository", "file", "--actor", "--project"])
+def test_a_name_the_hook_writes_under_holding_a_credential_is_refused(seeded, setting):
+    "A project or actor is on every event: it cannot be left out, so the hook says why in one line and stores nothing."
+    folder = seeded.parent.parent / "work" / (TOKEN if setting == "repository" else "app")
+    (folder / ".git").mkdir(parents=True)
+    if setting == "file":
+        (folder / ".datasette-memory").write_text(f"project = {TOKEN}\n")
+    args = {"--actor": ["--actor", TOKEN], "--project": ["--project", TOKEN]}.get(setting, [])
+    before = event_count(seeded)
+    result = hook(seeded, "tool", template("claude_post_tool_use_edit") | {"cwd": str(folder)}, *args)
+    assert result.exit_code == 0 and result.stdout == ""
+    name = "--actor" if setting == "--actor" else "project"
+    assert f"{name}: looks like a credential (GitHub token)" in result.stderr and len(result.stderr.splitlines()) == 1
+    assert "--allow-secrets" not in result.stderr and TOKEN not in result.stderr
+    assert event_count(seeded) == before and kept(seeded.parent, TOKEN) is None

@@ -396,11 +396,16 @@ def test_stop_lets_a_session_that_changed_nothing_stop(db_path, workdir):
     ("tool", "claude_post_tool_use_edit"), ("stop", "claude_stop"),
 ])
 def test_a_missing_memory_file_is_one_line_and_exit_0(tmp_path, workdir, subcommand, name):
-    missing = tmp_path / "nowhere" / "memory.db"
+    missing = tmp_path / "memory.db"
     result = hook(missing, subcommand, payload(name, workdir))
     assert result.exit_code == 0 and result.stdout == ""
     assert result.stderr.startswith(f"datasette-memory hook {subcommand}: no memory file at {missing}")
     assert len(result.stderr.splitlines()) == 1 and not missing.exists()
+    elsewhere = tmp_path / "nowhere" / "memory.db"  # in a folder that does not exist either: as resolve() says it
+    result = hook(elsewhere, subcommand, payload(name, workdir))
+    assert result.exit_code == 0 and result.stdout == "" and "unexpected" not in result.stderr
+    assert result.stderr.startswith(f"datasette-memory hook {subcommand}: ") and str(elsewhere) in result.stderr
+    assert len(result.stderr.splitlines()) == 1 and not elsewhere.parent.exists()
 
 
 @pytest.mark.parametrize("stdin, message", [

@@ -68,7 +68,9 @@ def run(name: str, events: tuple[str, ...], db_path: pathlib.Path | None, projec
         act: Callable[..., dict[str, Any] | None]) -> None:
     """
     Run one hook: read stdin, choose the project, open memory, ``act(memory, payload, choice)``, print its output.
-    Every failure is one line on stderr; the exit status is 0 whatever happens.
+    Every failure is one line on stderr; the exit status is 0 whatever happens. A session id
+    holding a credential is left out (it would be on every event), and a project or actor
+    holding one refused (:mod:`~datasette_memory.hooks.credentials`).
 
     :param name: the hook's subcommand, for messages
     :param events: the events it handles
@@ -77,9 +79,12 @@ def run(name: str, events: tuple[str, ...], db_path: pathlib.Path | None, projec
     path = None
     try:
         payload = payloads.read_payload(sys.stdin.buffer.read(), events)
+        from ..hooks.credentials import refuse_credential_names, without_credential_session
         from ..hooks.project import choose_project
 
+        payload, notes = without_credential_session(payload)
         choice = choose_project(project, payload.cwd or pathlib.Path.cwd())
+        refuse_credential_names(choice.project, actor)
         path = resolve(db_path)
         memory = open_memory(path, choice.project, actor, payload.session_id)
         try:
@@ -89,6 +94,8 @@ def run(name: str, events: tuple[str, ...], db_path: pathlib.Path | None, projec
     except Exception as e:  # fail open: whatever it was, the agent goes on
         say(name, failure(e, path))
         return
+    for note in notes:
+        say(name, note)
     if output is not None:
         click.echo(shape.printed(output))
 
@@ -111,10 +118,13 @@ def failure(error: BaseException, path: pathlib.Path | None) -> str:
     "What went wrong, in one line for stderr: a file's failures as every command says them, a busy file as a hook must."
     from ..core.errors import MemoryStoreError
     from ..core.file_errors import LOCKED, file_failure
+    from ..hooks.credentials import CredentialError
     from ..hooks.project import ProjectFileError
 
-    if isinstance(error, (payloads.HookInputError, ProjectFileError)):
+    if isinstance(error, (payloads.HookInputError, ProjectFileError, CredentialError)):
         return f"{error}; memory was not used"
+    if isinstance(error, click.ClickException):  # the file's place, as every command checks it (resolve)
+        return error.format_message()
     if isinstance(error, FileNotFoundError) and path and not path.exists():
         return str(error.args[0] if error.args else error)
     found = file_failure(error, path)
@@ -145,7 +155,8 @@ def session_start(db_path: pathlib.Path | None, project: str | None, actor: str,
         from ..hooks import session_start as starting
 
         try:
-            starting.record_start(memory, payload, choice)
+            for note in starting.record_start(memory, payload, choice):
+                say("session-start", note)
         except sqlite3.OperationalError as e:  # a busy file still reads (WAL): carry on without the record
             say("session-start", f"the session's start was not recorded ({e}); carrying on")
         return starting.session_context(memory, payload, choice, budget)

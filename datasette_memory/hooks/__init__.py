@@ -13,6 +13,7 @@ commands; this package is what they do, one concern per module:
 - :mod:`.session_start`: the context a session starts from;
 - :mod:`.recall`: memory's confident matches for a prompt, or nothing;
 - :mod:`.capture` and :mod:`.activity`: what the agent did, as ledger events, and read back;
+- :mod:`.credentials`: every field a hook stores, through the core's secret scanner;
 - :mod:`.stop`: asking once for a checkpoint when a session changed memory.
 
 A hook never blocks its agent: every failure becomes one line on stderr and

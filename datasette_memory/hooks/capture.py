@@ -8,9 +8,8 @@ prints. Each field is cut to a small size, and the whole event to a budget.
 
 Text inside ``<private>...</private>`` was hidden from the whole payload before
 it got here (:mod:`.private`). A field holding what looks like a credential is
-left out, and the event says so; the core's scanner
-(:func:`~datasette_memory.core.secrets.refuse_secrets`) decides, as it does for
-every other write.
+left out, and the event says so; the core's scanner decides, as it does for
+every other write (:mod:`.credentials`).
 
 The event's content is one ``name: value`` line per field, so a person reads it
 on the ledger page and ``search_text`` finds it line by line::
@@ -26,8 +25,7 @@ import pathlib
 import re
 from typing import Any
 
-from ..core.errors import InvalidInput
-from ..core.secrets import refuse_secrets
+from .credentials import left_out
 from .payloads import TOOL_FAILURE, Payload
 from .shape import EVENT_BUDGET
 
@@ -85,7 +83,7 @@ def capture(payload: Payload, budget: int = DEFAULT_BUDGET) -> Capture:
     }
     # scanned whole, then cut: a key cut short would pass the scanner and be stored in part
     found = Capture({name: value for name, value in fields.items() if value}, [])
-    refuse_credentials(found)
+    found.notes += left_out(found.fields, "the activity event")
     found.fields = {name: cut(value, MAX_FIELD_CHARS.get(name, 1000)) for name, value in found.fields.items()}
     within_budget(found, budget)
     return found
@@ -214,16 +212,6 @@ def one_line(text: str) -> str:
 def cut(text: str, limit: int) -> str:
     "``text`` of at most ``limit`` characters, marked when cut."
     return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def refuse_credentials(found: Capture) -> None:
-    "Leave out each field the core's scanner refuses, saying so in the event and in the notes."
-    for name, value in list(found.fields.items()):
-        try:
-            refuse_secrets(value, name)
-        except InvalidInput as e:
-            found.fields[name] = "[left out: it looks like a credential]"
-            found.notes.append(f"left the {name} out of the activity event: {str(e).split(';')[0]}")
 
 
 def within_budget(found: Capture, budget: int) -> None:

@@ -17,7 +17,8 @@ from ..core import timeline
 from ..core.hook_kinds import HOOK_KINDS, SESSION_START
 from ..memory import Memory
 from . import activity
-from .payloads import SESSION_START as EVENT, Payload
+from .credentials import left_out
+from .payloads import SESSION_START as EVENT, SOURCES, Payload
 from .project import ProjectChoice
 from .shape import SESSION_START_BUDGET, UNTRUSTED, Context, one_line, quoted
 
@@ -29,16 +30,20 @@ SHARES = {"checkpoint": 0.35, "activity": 0.25, "facts": 0.2, "events": 1.0}
 MAX_LINE_CHARS = 300
 
 
-def record_start(memory: Memory, payload: Payload, choice: ProjectChoice) -> None:
+def record_start(memory: Memory, payload: Payload, choice: ProjectChoice) -> list[str]:
     """
-    Record that the session started, in the session's name, as a ``session_start`` event.
+    Record that the session started, in the session's name, as a ``session_start`` event;
+    a field holding a credential (a folder's name can) is left out.
 
     :param memory: memory, opened with the payload's session id
     :param payload: the SessionStart payload
-    :param choice: the project, and the rule that chose it
+    :param choice: the project, and the rule that chose it (which may name folders)
+    :return: notes for stderr, on each field left out
     """
-    lines = [f"source: {payload.source or 'unknown'}", f"cwd: {payload.cwd or 'unknown'}", f"project: {choice.rule}"]
-    memory.append_event("\n".join(lines), kind=SESSION_START)
+    fields = {"source": payload.source or "unknown", "cwd": str(payload.cwd or "unknown"), "project": choice.rule}
+    notes = left_out(fields, f"the {SESSION_START} event")
+    memory.append_event("\n".join(f"{name}: {value}" for name, value in fields.items()), kind=SESSION_START)
+    return notes
 
 
 def session_context(memory: Memory, payload: Payload, choice: ProjectChoice, budget: int = DEFAULT_BUDGET) -> dict[str, Any]:
@@ -51,7 +56,7 @@ def session_context(memory: Memory, payload: Payload, choice: ProjectChoice, bud
     :param budget: most bytes printed
     """
     context = Context(EVENT, budget, reserve=RESERVE)
-    started = f"session {payload.source}" if payload.source else "session start"
+    started = f"session {payload.source}" if payload.source in SOURCES else "session start"  # no other text is echoed
     context.add_cut(f"# datasette-memory, {started}: project {json.dumps(choice.project, ensure_ascii=False)}, chosen by {choice.rule}")
     context.add(UNTRUSTED)
     resume = memory.resume_context(max_events=MAX_EVENTS, budget=200_000, skip_kinds=HOOK_KINDS)
