@@ -3,14 +3,15 @@
 Memory's tables are closed to Datasette's writes (:mod:`.permissions`), but the
 agent's own tables in the memory file keep whatever Datasette allows: inserts,
 upserts, updates, ``/-/create``, ``/-/execute-write`` and stored write
-queries. Every POST to the memory database is read whole (up to Datasette's
-``max_post_body_bytes``, which Datasette applies to these requests anyway)
-before Datasette sees it, read as JSON, as a form and as text, and one whose
-values hold a likely secret is refused with 400 in the shape of Datasette's
-own write errors, naming the field and the kind found,
-so that the file holds no credential whichever door wrote it. The memory
-pages' forms (``/-/memory/...``) go through the core, which refuses the same
-way.
+queries. Every request but a GET or HEAD that Datasette routes to the memory
+database (in any spelling its router accepts: :mod:`.routing`; with its method
+in any case) is read whole, up to Datasette's ``max_post_body_bytes``, which
+Datasette applies to these requests anyway, before Datasette sees it. It is
+read as JSON, as a form and as text, and one whose values hold a likely secret
+is refused with 400 in the shape of Datasette's own write errors, naming the
+field and the kind found, so that the file holds no credential whichever door
+wrote it. The memory pages' forms (``/-/memory/...``) go through the core,
+which refuses the same way.
 """
 
 import asyncio
@@ -23,6 +24,7 @@ from datasette import hookimpl
 
 from ..core.secrets import first_secret
 from .connection import memory_database_name
+from .routing import routed_database
 
 Receive = Callable[[], Awaitable[dict[str, Any]]]
 
@@ -88,16 +90,24 @@ def replay(messages: list[dict[str, Any]], receive: Receive) -> Receive:
     return replayed
 
 
-def guarded(path: str, database: str) -> bool:
-    "A path of Datasette's own under the memory database (the memory pages' routes check through the core)."
-    return path == f"/{database}" or path.startswith(f"/{database}/") or path.startswith(f"/{database}.")
+# Datasette finds a view's handler by the method in lower case, so "post" writes as "POST" does
+READS = ("GET", "HEAD")
+
+
+def guarded(datasette: Any, scope: dict[str, Any]) -> bool:
+    """
+    A request that may write, sent to a path Datasette routes to the memory
+    database however it spells it (the memory pages' routes check through the core).
+    """
+    may_write = scope.get("method", "").upper() not in READS
+    return may_write and routed_database(datasette, scope) == memory_database_name(datasette)
 
 
 @hookimpl(specname="asgi_wrapper")
 def refuse_secrets_in_datasette_writes(datasette: Any) -> Callable[[Any], Any]:
     def wrap(app: Any) -> Callable[..., Awaitable[None]]:
         async def checked(scope: dict[str, Any], receive: Receive, send: Any) -> None:
-            if scope["type"] != "http" or scope.get("method") != "POST" or not guarded(scope["path"], memory_database_name(datasette)):
+            if scope["type"] != "http" or not guarded(datasette, scope):
                 return await app(scope, receive, send)
             max_bytes = datasette.setting("max_post_body_bytes")
             messages, whole = await read_body(receive, max_bytes)
