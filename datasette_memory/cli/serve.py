@@ -4,7 +4,6 @@ import asyncio
 import getpass
 import hashlib
 import io
-import ipaddress
 import json
 import os
 import pathlib
@@ -43,6 +42,14 @@ from .options import config_options, db_option, open_db
     multiple=True,
     help="Also grant memory-curate to this signed-in actor id (repeatable); tokens never carry it",
 )
+@click.option(
+    "--allow-host",
+    "allow_hosts",
+    multiple=True,
+    callback=lambda ctx, param, values: allowed_host_names(values),
+    help="Also answer requests whose Host is this name or address (repeatable), as behind a proxy; * answers any. "
+    "Any other Host than localhost, a loopback address or --host gets 421",
+)
 @click.option("--public", is_flag=True, help="On a host other than this machine, let anonymous visitors read memory too")
 @click.option(
     "--config",
@@ -62,6 +69,7 @@ def serve(
     owner: str,
     approvers: tuple[str, ...],
     curators: tuple[str, ...],
+    allow_hosts: tuple[str, ...],
     public: bool,
     extra_config: IO[str] | None,
     root: bool,
@@ -84,7 +92,9 @@ def serve(
     token = secrets.token_urlsafe(24)
     people = People(owner, approvers, curators, root)
     anonymous_reads = public or is_loopback(host)
-    settings = serve_config(path, config, people, hashlib.sha256(token.encode()).hexdigest(), anonymous_reads)
+    settings = serve_config(
+        path, config, people, hashlib.sha256(token.encode()).hexdigest(), anonymous_reads, allowed_hosts=(host, *allow_hosts)
+    )
     if extra_config is not None:
         settings = merged(settings, yaml.safe_load(extra_config) or {})
     click.echo(f"Sign in as {owner}: http://{url_host(host)}:{port}/-/memory/sign-in?token={token}", err=True)
@@ -124,17 +134,25 @@ class People:
         return list(dict.fromkeys((self.owner, *(("root",) if self.root else ()), *extra)))
 
 
-def serve_config(path: pathlib.Path, config: Config, people: People, sign_in_digest: str, anonymous_reads: bool) -> dict[str, Any]:
+def serve_config(
+    path: pathlib.Path,
+    config: Config,
+    people: People,
+    sign_in_digest: str,
+    anonymous_reads: bool,
+    allowed_hosts: tuple[str, ...] = (),
+) -> dict[str, Any]:
     """
     The Datasette configuration ``serve`` runs with: the built-in stored queries and
-    table options, the plugin's settings, who holds the person-only actions, and
-    who may read.
+    table options, the plugin's settings, who holds the person-only actions, who
+    may read, and which Host names it answers to.
 
     :param path: the memory file (its stem names the database)
     :param config: what the flags and environment configured
     :param people: the owner and those granted actions
     :param sign_in_digest: sha256 of this start's sign-in token
     :param anonymous_reads: whether someone not signed in may read memory
+    :param allowed_hosts: names a request's Host may give besides localhost and the loopback addresses
     """
     from ..plugin.connection import PLUGIN_NAME
     from ..plugin.resources import datasette_config
@@ -144,6 +162,7 @@ def serve_config(path: pathlib.Path, config: Config, people: People, sign_in_dig
         "database": path.stem,
         **config.to_mapping(),
         "sign_in": {"actor": people.owner, "digest": sign_in_digest},
+        "allowed_hosts": list(dict.fromkeys(allowed_hosts)),
     }
     permissions = settings.setdefault("permissions", {})
     permissions[APPROVE_ACTION] = {"id": people.holding(people.approvers)}
@@ -173,13 +192,21 @@ def default_owner() -> str:
 
 
 def is_loopback(host: str) -> bool:
-    "Whether ``host`` is this machine only."
-    if host == "localhost":
-        return True
+    "Whether ``host`` is this machine only: localhost, 127.0.0.0/8 or ::1 (one definition, the Host check's)."
+    from ..plugin import host_check
+
+    return host_check.is_loopback(host)
+
+
+def allowed_host_names(values: tuple[str, ...]) -> tuple[str, ...]:
+    "The ``--allow-host`` names in canonical form, or an error naming the one that is not a host."
+    from ..core.errors import InvalidInput
+    from ..plugin.host_check import host_setting
+
     try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
+        return tuple(host_setting(value) for value in values)
+    except InvalidInput as e:
+        raise click.BadParameter(str(e), param_hint="--allow-host") from None
 
 
 def url_host(host: str) -> str:

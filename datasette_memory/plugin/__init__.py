@@ -7,6 +7,7 @@ from .entity_routes import entity_cell_links, entity_row_actions, register_curat
 from .error_pages import handle_exception
 from .governance_routes import register_governance_routes
 from .governed_links import link_claim_and_fact_ids, open_claim_or_fact
+from .host_check import check_allowed_hosts, refuse_foreign_hosts
 from .ledger_routes import register_ledger_routes
 from .mcp_http import check_mcp_tools, register_mcp_routes, stop_mcp
 from .overview_routes import menu_links, register_overview_routes
@@ -20,6 +21,7 @@ from .templates import prepare_jinja2_environment
 
 __all__ = [
     "actor_from_bearer_in_any_case",
+    "check_allowed_hosts",
     "check_mcp_tools",
     "deny_writes_to_memory_tables",
     "entity_cell_links",
@@ -42,6 +44,7 @@ __all__ = [
     "register_review_routes",
     "register_search_routes",
     "register_sign_in_routes",
+    "refuse_foreign_hosts",
     "refuse_secrets_in_datasette_writes",
     "startup",
     "stop_mcp",

@@ -34,7 +34,7 @@ def memory_config(datasette) -> Config:
     ``datasette-memory serve`` fills it in from its flags and the environment.
     """
     if datasette not in _configs:
-        door_settings = ("database", "sign_in", "mcp_tools")
+        door_settings = ("database", "sign_in", "mcp_tools", "allowed_hosts")
         settings = {k: v for k, v in (datasette.plugin_config(PLUGIN_NAME) or {}).items() if k not in door_settings}
         try:
             _configs[datasette] = Config.from_mapping(settings)
