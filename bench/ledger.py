@@ -9,7 +9,9 @@ for, and a checkpoint. Then, in one run:
 1. ``verify``, a full check and then ``--since-checkpoint`` after 1,000 new events on
    random entities, as a CLI subprocess and as ``verify_file`` in-process, with each
    check timed; beside raw sqlite3's ``PRAGMA integrity_check``, a ``count(*)`` of the
-   events and a read of every event row into Python, on the same file.
+   events and a read of every event row into Python, on the same file. Then the check
+   a door makes at its start (the file against its head witness and the last clean
+   check), beside raw sqlite3's lookup of one event by id.
 2. ``open_nodes(as_of=...)`` of random (entity, event) pairs, beside ``open_nodes()``
    and a raw sqlite3 lookup of the entity's row and observations.
 3. ``read_graph(as_of=...)`` of one 10,000-entity project, beside ``read_graph()``.
@@ -239,6 +241,24 @@ def measure_verify(path: pathlib.Path, incremental: bool, runs: int) -> dict:
     }
 
 
+def measure_start_check(path: pathlib.Path, calls: int) -> dict[str, float]:
+    "Median seconds of a door's start check, and of one raw event lookup, on connections already open."
+    from datasette_memory.core.database import connect
+    from datasette_memory.core.evidence import start_line
+
+    conn, raw = connect(path), sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    top = raw.execute("SELECT max(id) FROM events").fetchone()[0]
+    try:
+        return {
+            "a door's start check: the head witness and the last clean check": median_of(lambda: start_line(conn, "bench"), calls),
+            "raw sqlite3: one event looked up by id": median_of(
+                lambda: raw.execute("SELECT hash FROM events WHERE id = ?", [top]).fetchone(), calls),
+        }
+    finally:
+        conn.close()
+        raw.close()
+
+
 # 2, 3. as-of reads
 
 
@@ -417,6 +437,13 @@ def print_verify(full: dict, since: dict, start_up: float, raw: dict[str, float]
             print(f"| CLI verify vs `{reference}` | {full['cli'] / value:,.1f}x | {since['cli'] / value:,.1f}x |")
 
 
+def print_start_check(times: dict[str, float], events: int) -> None:
+    print(f"| at a door's start ({events:,} events, median of 200) | ms |")
+    print("|---|---:|")
+    for label, value in times.items():
+        print(f"| {label} | {value * 1000:.3f} |")
+
+
 def print_open_nodes(times: dict[str, list[float]], picks: int) -> None:
     raw50 = p(times["raw"], 50)
     print(f"| open_nodes of one entity ({picks} random entity, event pairs) | p50 | p95 | p50 vs raw sqlite3 |")
@@ -474,6 +501,7 @@ def main():
         full = measure_verify(path, False, args.runs)
         add_new_events(memories, args.entities, NEW_EVENTS, rng)
         since = measure_verify(path, True, args.runs)
+        start_check = measure_start_check(path, 200)
         open_times = measure_open_nodes(memories, path, args.entities, top, args.picks, rng)
         log("open_nodes done")
         graph = measure_read_graph(memories["p0"], path, top, args.runs)
@@ -485,6 +513,8 @@ def main():
           f"(built through Memory in {build_time:.0f} s, {top / build_time:,.0f} events/s); "
           f"medians of {args.runs} runs; {started} at the start, {load()} at the end\n")
     print_verify(full, since, start_up, raw, top)
+    print()
+    print_start_check(start_check, top + NEW_EVENTS)
     print()
     print_open_nodes(open_times, args.picks)
     print()

@@ -22,16 +22,18 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from .config import Config
-from .core import checkpoints, ledger, witness
+from .core import checkpoints, evidence, ledger, witness
 from .core.database import connect, rehearsal
 from .core.errors import InvalidInput
 from .core.hook_kinds import HOOK_KINDS
 from .core.ledger import Caller, ChainStatus
 from .core.scope import Scope
 from .core.validation import DEFAULT_PROJECT, MAX_SUMMARY_BYTES, check_limit, check_name, check_project, check_text
+from .governed.gate import Reviewer, require_reviewer
+from .governed.statements import check_rationale
 from .governed.tier import GovernedTier
 from .graph import curation, mutations, reads
-from .history import as_of as history_as_of, compare, diff, provenance
+from .history import as_of as history_as_of, compare, diff, file_check, provenance
 from .search import memory_search, nodes
 from .vectors import background
 
@@ -360,6 +362,9 @@ class Memory:
         kind = check_name(kind, "kind", max_chars=64)
         if not kind.strip():
             raise InvalidInput("kind: must not be empty; use a short label such as note or decision")
+        if kind.strip().lower() in ledger.RECORDED_KINDS:
+            raise InvalidInput(f"kind: {kind!r} is a kind memory records for its own changes; "
+                               "use another label, such as note or decision (checkpoint has a tool of its own)")
         self.scope.refuse_secrets(content=content, kind=kind)
         event = self.scope.write(
             lambda conn, caller, project: ledger.append_event(conn, caller, project, kind, project, new=content)
@@ -399,3 +404,38 @@ class Memory:
     def verify_chain(self) -> ChainStatus:
         "Check the whole ledger's hash chain (every project)."
         return ledger.verify_chain(self.conn)
+
+    def chain_checks(self, problems_listed: int = 5) -> dict[str, Any]:
+        """
+        What ``verify`` says of the hash chains and the records beside the file
+        (the ledger's chain, the head witness, the last clean check, the SQL audit
+        log's chain), without its replay: ``{ok, summary, checks, events, head_hash,
+        broken_event_id, problem}``, each check listing at most ``problems_listed`` problems.
+        """
+        return file_check.chain_checks(self.conn, problems_listed)
+
+    def integrity(self, noticed_by: str | None = None) -> dict[str, Any]:
+        """
+        The file against the records kept beside it (the head witness, the last
+        clean check), in a few lookups: ``{ok, witness, last_check, summary,
+        problems, problem_count, acknowledged}``.
+
+        :param noticed_by: record what is found wrong in the witness, as found by this; None to record nothing
+        """
+        return evidence.report(self.conn, noticed_by)
+
+    def acknowledge_divergences(self, reviewer: Reviewer, reason: Any) -> dict[str, Any]:
+        """
+        A person acknowledges, with a reason, every divergence from the witness
+        not yet acknowledged: recorded in the ledger as theirs; later checks
+        compare with the file as it is now. Only a person can.
+
+        :param reviewer: issued by :func:`~datasette_memory.governed.gate.reviewer_for_request`
+        :param reason: why (a restore from a backup, a known repair), for whoever reads the ledger later
+        :raises ReviewRequired: for anything but a reviewer the gate issued
+        :return: ``{event, acknowledged}``
+        """
+        caller = require_reviewer(reviewer).caller
+        reason = check_rationale(reason, "reason")
+        self.scope.refuse_secrets(reason=reason)
+        return evidence.acknowledge(self.conn, caller, self.project, reason)

@@ -53,8 +53,11 @@ async def get_resume_context(
 
 @bridge_tool("Verify Chain", READ_ONLY)
 async def verify_chain(bridge: Bridge, project: Project = None) -> ToolResult:
-    "Check the ledger's hash chain: reports the first event that was edited, deleted or reordered."
-    return json_result(await bridge.read(project, lambda memory: memory.verify_chain().to_dict()))
+    """
+    Check the hash chains, and the file against the head witness and the last verify: reports an event edited,
+    deleted or reordered, or a ledger rewound or rewritten since (ok stays false until a person acknowledges it).
+    """
+    return json_result(await bridge.read(project, lambda memory: memory.chain_checks()))
 
 
 TOOLS = [append_event, checkpoint, get_resume_context, verify_chain]

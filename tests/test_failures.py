@@ -333,7 +333,7 @@ def test_a_disk_that_fills_up_while_the_file_is_open(tmp_path, template):
     assert "Sign in as" not in found["serve"][1]
     assert lines["export"].startswith(f"Error: {exported}: the disk is full"), lines["export"]
     # no secret (empty or not), no export, no temporary file: only SQLite's files and the filler
-    assert set((out / "listing").read_text().split()) <= SQLITE_FILES | {"filler", "memory.db.head.json"}
+    assert set((out / "listing").read_text().split()) <= SQLITE_FILES | {"filler", "memory.db.head.json", "memory.db.side-files.lock"}
 
 
 def stdio_on_a_full_disk(disk: pathlib.Path, template: pathlib.Path, log: pathlib.Path) -> Client:
@@ -380,7 +380,7 @@ async def test_a_stdio_server_on_a_full_disk_logs_each_kind_of_failure_once(tmp_
     assert text.count("the disk is full") == 1, text  # the first failed write; the snapshot's failure is the caller's to read
     assert len(text.encode()) < 2048, text  # about 2.5 KB of traceback a call before: 7.4 MB after 3,000 calls
     left = next(line for line in text.splitlines() if line.startswith("left:")).split()[1:]
-    assert set(left) <= SQLITE_FILES | {"filler", "memory.db.head.json", "memory-snapshots"}, left
+    assert set(left) <= SQLITE_FILES | {"filler", "memory.db.head.json", "memory.db.side-files.lock", "memory-snapshots"}, left
     assert "snapshots:\n" in text, text  # the snapshot folder is empty: no partial or temporary file
 
 

@@ -190,6 +190,7 @@ def test_an_empty_ledger(memory):
         "broken_event_id": None,
         "problem": None,
         "summary": "the ledger holds no events",
+        "witness": "no witness",
     }
     assert context["events"] == [] and context["accounting"]["events_since_checkpoint"] == 0
 

@@ -25,6 +25,7 @@ from datasette_memory.history.file_check import CannotVerify, open_read_only, ve
 from datasette_memory.sqltools import SqlRefused, SqlTools
 
 from .governance import issue_reviewer
+from .tampering import drop, one, raw, rehash_from, triggers_dropped
 
 LEXICAL = Config(search=SearchSettings(semantic=False))
 SIDE_FILES = ("-wal", "-shm", ".head.json", ".verified.json")
@@ -111,11 +112,6 @@ def rich(rich_template, tmp_path):
     return copy_memory(rich_template, tmp_path / "memory.db")
 
 
-def raw(path: pathlib.Path) -> sqlite3.Connection:
-    "A plain sqlite3 connection, as someone editing the file behind the core's back would open it."
-    return sqlite3.connect(path, isolation_level=None)
-
-
 def tamper(path: pathlib.Path, *statements: str) -> None:
     conn = raw(path)
     try:
@@ -144,7 +140,8 @@ def verify_ok(path: pathlib.Path, since_checkpoint: bool = False) -> dict[str, A
 def test_the_rich_file_is_clean_and_has_a_row_in_every_table(rich):
     report = verify_ok(rich)
     assert report["mode"] == "full" and [c["check"] for c in report["checks"]] == [
-        "file integrity", "schema", "word indexes", "ledger chain", "head witness", "SQL audit chain", "replay", "event index", "project sizes"
+        "file integrity", "schema", "word indexes", "ledger chain", "head witness", "last clean check", "SQL audit chain", "replay",
+        "event index", "project sizes",
     ]
     conn = raw(rich)
     for table in TABLES:
@@ -156,27 +153,6 @@ def test_the_rich_file_is_clean_and_has_a_row_in_every_table(rich):
 # The tamper matrix: each tamper edits the file and returns the row a problem
 # must name: an int id, a dict of what identifies a row that is gone, or None
 # (only the table need be named).
-
-
-def one(conn: sqlite3.Connection, sql: str, *params: Any) -> Any:
-    row = conn.execute(sql, params).fetchone()
-    assert row is not None, sql
-    return row[0]
-
-
-def drop(conn: sqlite3.Connection, *triggers: str) -> None:
-    for trigger in triggers:
-        conn.execute(f"DROP TRIGGER {trigger}")
-
-
-@contextlib.contextmanager
-def triggers_dropped(conn: sqlite3.Connection, *triggers: str):
-    "Drop ``triggers`` for the block and put them back after it, as a careful forger would."
-    saved = [one(conn, "SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name = ?", name) for name in triggers]
-    drop(conn, *triggers)
-    yield
-    for sql in saved:
-        conn.execute(sql)
 
 
 def inserted(conn: sqlite3.Connection, sql: str, *params: Any) -> int:
@@ -603,28 +579,6 @@ def test_a_copied_checkpoint_is_found_incrementally_too(rich):
 # The ledger rewritten: an earlier event edited and the chain re-hashed forward
 
 
-def rehash_from(conn: sqlite3.Connection, first: int, **changes: Any) -> None:
-    "Change event ``first`` (values as JSON text), then recompute every hash from it to the head, as a forger would."
-    with triggers_dropped(conn, "events_refuse_update"):
-        rehash(conn, first, changes)
-
-
-def rehash(conn: sqlite3.Connection, first: int, changes: dict[str, Any]) -> None:
-    prev_hash = conn.execute("SELECT hash FROM events WHERE id = ?", [first - 1]).fetchone()[0] if first > 1 else GENESIS_HASH
-    events = [dict(zip(EVENT_COLUMNS, values)) for values in conn.execute(
-        f"SELECT {', '.join(EVENT_COLUMNS)} FROM events WHERE id >= ? ORDER BY id", [first]
-    )]
-    for event in events:
-        if event["id"] == first:
-            event.update(changes)
-            event["old_digest"], event["new_digest"] = digest(event["old"]), digest(event["new"])
-        event["prev_hash"] = prev_hash
-        event["hash"] = prev_hash = event_hash(event)
-        columns = [c for c in EVENT_COLUMNS if c != "id"]
-        conn.execute(f"UPDATE events SET {', '.join(f'{c} = ?' for c in columns)} WHERE id = ?",
-                     [event[c] for c in columns] + [event["id"]])
-
-
 def login_event(conn):
     return one(conn, "SELECT id FROM events WHERE kind = 'add_observation'")
 
@@ -772,7 +726,7 @@ def test_a_witness_from_another_file_is_reported(rich, tmp_path):
     report = verify_file(rich)
     assert report["ok"] is False
     [problem] = checks(report)["head witness"]["problems"]
-    assert problem["table"] == "events" and problem["found"].startswith("other file: the head witness belongs to another memory file")
+    assert problem["table"] == "events" and problem["found"].startswith("other file: the witness belongs to another memory file")
     result = run_cli("--db", str(rich))
     assert result.exit_code == 1 and "belongs to another memory file" in result.output
 
@@ -889,7 +843,8 @@ def test_verify_leaves_only_its_record_behind(rich):
     assert report["recorded"] == f"{rich}.verified.json"
     # SQLite's WAL reader may leave an empty -wal and its -shm index: nothing of the file's own
     new = set(p.name for p in rich.parent.iterdir()) - set(before)
-    assert new <= {"memory.db.verified.json", "memory.db-wal", "memory.db-shm"} and "memory.db.verified.json" in new
+    assert new <= {"memory.db.verified.json", "memory.db.side-files.lock", "memory.db-wal", "memory.db-shm"}
+    assert "memory.db.verified.json" in new
     assert not (rich.parent / "memory.db-wal").exists() or (rich.parent / "memory.db-wal").stat().st_size == 0
     assert digest_of(rich) == digest
 
@@ -1030,7 +985,9 @@ def test_an_incremental_check_after_growth(grown):
     path, anchor = grown
     report = verify_ok(path, since_checkpoint=True)
     assert report["mode"] == f"since checkpoint at event {anchor}"
-    assert [c["check"] for c in report["checks"]] == ["schema", "ledger chain", "head witness", "SQL audit chain", "replay", "event index", "project sizes"]
+    assert [c["check"] for c in report["checks"]] == [
+        "schema", "ledger chain", "head witness", "last clean check", "SQL audit chain", "replay", "event index", "project sizes"
+    ]
     assert "1001 events since" in checks(report)["ledger chain"]["detail"]
     newest = one(raw(path), "SELECT max(id) FROM events")
     assert json.loads(pathlib.Path(f"{path}.verified.json").read_text())["anchor_event"] == newest, "the next check starts from the new checkpoint"
@@ -1091,7 +1048,10 @@ def test_a_record_of_another_file_is_not_trusted(rich, tmp_path):
     witness_path(other).unlink()
     assert verify_ok(other)["recorded"]  # a clean check of the other file
     shutil.copyfile(f"{other}.verified.json", f"{rich}.verified.json")
-    assert verify_ok(rich, since_checkpoint=True)["mode"] == "full"
+    report = verify_file(rich, since_checkpoint=True)
+    assert report["mode"] == "full", "it anchors nothing"
+    assert [c["check"] for c in report["checks"] if not c["ok"]] == ["last clean check"], "and it is reported, like a witness of another file"
+    assert all(p["found"].startswith("other file: the last clean check belongs to another memory file") for p in problems(report))
 
 
 def test_a_rehashed_ledger_is_found_by_the_incremental_check(grown):

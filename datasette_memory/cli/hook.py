@@ -21,6 +21,7 @@ from typing import Any
 
 import click
 
+from ..core.evidence import start_line
 from ..hooks import payloads, shape
 from .options import db_option, resolve, search_settings
 
@@ -88,6 +89,9 @@ def run(name: str, events: tuple[str, ...], db_path: pathlib.Path | None, projec
         path = resolve(db_path)
         memory = open_memory(path, choice.project, actor, payload.session_id)
         try:
+            ok, line = start_line(memory.conn, f"hook {name}")
+            if not ok:  # said on stderr; session-start also puts it in the context, through the resume context
+                notes = [*notes, line]
             output = act(memory, payload, choice)
         finally:
             memory.close()

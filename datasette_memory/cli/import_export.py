@@ -29,7 +29,7 @@ def import_(file: IO[str], db_path: pathlib.Path | None, project: str, actor: st
     Importing the same file again changes nothing; bad lines are reported by
     number and everything else is kept.
     """
-    path, conn = open_db(db_path)
+    path, conn = open_db(db_path, door="import")
     memory = Memory(conn, project=project, actor=actor, allow_secrets=allow_secrets, config=environment_config())
     lines = file.read().splitlines()
     with click.progressbar(length=len(lines), label="Importing", file=sys.stderr) as bar:

@@ -8,7 +8,7 @@ from mcp_bridge.profiles import DEFAULT_PROFILE, PROFILES
 
 from ..config import Config
 from ..core.errors import MemoryStoreError
-from .options import config_options, db_option, resolve
+from .options import config_options, db_option, resolve, say_witness
 
 
 @click.command()
@@ -54,6 +54,7 @@ def mcp(
         server = create_server(backend, project=project, profile=profile)
     except MemoryStoreError as e:
         raise click.ClickException(f"{path}: {e}")
+    say_witness(backend.conn, "mcp")
     try:
         serve_stdio(server, max_request_bytes=config.max_request_bytes)
     finally:

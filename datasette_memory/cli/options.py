@@ -19,6 +19,7 @@ import click
 
 from ..config import DEFAULT_MAX_REQUEST_BYTES, Config
 from ..core.database import connect
+from ..core.evidence import start_line
 from ..core.errors import InvalidInput, MemoryStoreError
 from ..memory import Memory
 from ..search.settings import SearchSettings
@@ -67,20 +68,49 @@ def db_option(function: Callable[..., Any]) -> Callable[..., Any]:
     )(function)
 
 
-def resolve(db_path: pathlib.Path | None) -> pathlib.Path:
-    "The memory file a command uses: ``--db``, else the default; its failures name it."
-    path = (db_path or default_db_path(os.environ)).expanduser().resolve()
+def resolve(db_path: pathlib.Path | None, creating: bool = True) -> pathlib.Path:
+    """
+    The memory file a command uses: ``--db``, else the default; its failures name it.
+    Only the built-in default place's folder is created when missing: a path
+    given (``--db`` or ``$DATASETTE_MEMORY_DB``) must be in a folder that exists,
+    so a typo is an error rather than a new, empty memory.
+
+    :param creating: the command creates the file if missing (``verify`` does not: it says the file is missing)
+    """
+    given = db_path or (pathlib.Path(os.environ[DB_ENV]) if os.environ.get(DB_ENV) else None)
+    path = (given or default_db_path(os.environ)).expanduser().resolve()
+    if creating and given is not None and not path.parent.is_dir():
+        source = "--db" if db_path else f"${DB_ENV}"
+        raise click.ClickException(
+            f"{path}: the folder {path.parent} does not exist; check {source} for a typo, or create the folder first "
+            "(only the default place is created when missing)"
+        )
     using_file(path)
     return path
 
 
-def open_db(db_path: pathlib.Path | None) -> tuple[pathlib.Path, Any]:
-    "Check, open and migrate the memory file, or exit with the reason it cannot be."
+def open_db(db_path: pathlib.Path | None, door: str | None = None) -> tuple[pathlib.Path, Any]:
+    """
+    Check, open and migrate the memory file, or exit with the reason it cannot be.
+
+    :param door: the command, for a door that serves or changes memory: it checks
+        the file against the records beside it and says so in one line on stderr
+    """
     path = resolve(db_path)
     try:
-        return path, connect(path, check_pages=True)
+        conn = connect(path, check_pages=True)
     except MemoryStoreError as e:
         raise click.ClickException(f"{path}: {e}")
+    if door:
+        say_witness(conn, door)
+    return path, conn
+
+
+def say_witness(conn: Any, door: str) -> bool:
+    "Check the file against its witness and the last clean check at a door's start; one line on stderr. Whether all is well."
+    ok, line = start_line(conn, door)
+    click.echo(line, err=True)
+    return ok
 
 
 def sql_env_var(cap: str) -> str:

@@ -17,7 +17,7 @@ import yaml
 from ..config import Config
 from ..core.atomic_files import write_atomically
 from ..governed.person_actions import APPROVE_ACTION, CURATE_ACTION
-from .options import config_options, db_option, open_db
+from .options import config_options, db_option, open_db, say_witness
 
 
 @click.command()
@@ -86,9 +86,12 @@ def serve(
     from ..plugin.resources import datasette_config
 
     path, conn = open_db(db_path)
-    conn.close()
-    secret = token_secret(path)  # an unusable secret file stops the start here, before any link is printed
-    click.echo(f"Memory file: {path}", err=True)
+    try:
+        secret = token_secret(path)  # an unusable secret file stops the start here, before any link is printed
+        click.echo(f"Memory file: {path}", err=True)
+        say_witness(conn, "serve")
+    finally:
+        conn.close()
     token = secrets.token_urlsafe(24)
     people = People(owner, approvers, curators, root)
     anonymous_reads = public or is_loopback(host)

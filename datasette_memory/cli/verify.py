@@ -25,7 +25,7 @@ def verify(db_path: pathlib.Path | None, since_checkpoint: bool, as_json: bool) 
     expected from the ledger, found), 2 if the file cannot be checked at all
     (missing, not a memory file, another schema version).
     """
-    path = resolve(db_path)
+    path = resolve(db_path, creating=False)
     try:
         report = verify_file(path, since_checkpoint)
     except CannotVerify as e:

@@ -12,6 +12,7 @@ import json
 import sqlite3
 from typing import Any
 
+from . import evidence
 from .budget import json_bytes
 from .errors import InvalidInput
 from .ledger import EVENT_COLUMNS, GENESIS_HASH, Caller, append_event, event_dict, event_problem, head
@@ -57,9 +58,11 @@ def resume_context(
     """
     Where to pick up, in at most ``budget`` bytes of JSON: the project's latest
     checkpoint as the ledger records it, the newest events since it that fit
-    (oldest first), the chain checked from the checkpoint's event to the head,
-    warnings where the ``checkpoints`` table disagrees with the ledger, and an
-    accounting of what was left out.
+    (oldest first), the chain checked from the checkpoint's event to the head
+    and against the records kept outside the file (the head witness, the last
+    clean check: a rewound or rewritten ledger is a warning, whatever was written
+    since), warnings where the ``checkpoints`` table disagrees with the ledger,
+    and an accounting of what was left out.
 
     :param conn: an open connection
     :param project: the project scope
@@ -69,6 +72,7 @@ def resume_context(
         which would crowd out decisions); the accounting then says how many in ``left_out_by_kind``
     """
     checkpoint, warnings = ledger_checkpoint(conn, project)
+    integrity = evidence.report(conn, noticed_by="get_resume_context")
     since = checkpoint["head_event_id"] if checkpoint else 0
     skipped = skipped_since(conn, project, since, skip_kinds)
     total = conn.execute("SELECT count(*) FROM events WHERE project = ? AND id > ?", [project, since]).fetchone()[0] - skipped
@@ -78,7 +82,7 @@ def resume_context(
         "project": project,
         "checkpoint": checkpoint,
         "events": [],
-        "chain": window_status(conn, first_checked),
+        "chain": with_witness(window_status(conn, first_checked), integrity),
         "warnings": warnings,
         "accounting": {
             "events_since_checkpoint": total,
@@ -213,6 +217,17 @@ def window_status(conn: sqlite3.Connection, first_id: int | None) -> dict[str, A
         "problem": problem,
         "summary": checked if problem is None else f"ledger broken at event {broken_id}: {problem}; {checked}",
     }
+
+
+def with_witness(status: dict[str, Any], integrity: dict[str, Any]) -> dict[str, Any]:
+    """
+    The chain's status with what the records outside the file say (:func:`.evidence.report`):
+    not ok if they disagree, and their summary leads (after a break in the window, which leads).
+    """
+    if integrity["ok"]:
+        return {**status, "witness": evidence.brief(integrity)}
+    parts = [status["summary"], integrity["summary"]] if not status["ok"] else [integrity["summary"], status["summary"]]
+    return {**status, "ok": False, "witness": evidence.brief(integrity), "summary": "; ".join(parts)}
 
 
 def first_problem(conn: sqlite3.Connection, first_id: int, last_id: int) -> tuple[int | None, str | None]:

@@ -14,8 +14,9 @@ from typing import Any
 
 from . import witness
 from .clock import now
+from .log_heads import GENESIS_HASH
+from .log_heads import file_machine as machine_id  # the file's machine id, as events record it
 
-GENESIS_HASH = "0" * 64
 HASHED_FIELDS = (
     "machine",
     "clock",
@@ -30,6 +31,15 @@ HASHED_FIELDS = (
     "prev_hash",
 )
 EVENT_COLUMNS = ("id",) + HASHED_FIELDS + ("old", "new", "hash")
+# The kinds memory records for its own changes and a person's acts. A note an
+# agent appends may not take one: it would be replayed as a change, taken for a
+# checkpoint or passed off as a person's acknowledgement.
+RECORDED_KINDS = frozenset({
+    "create_entity", "add_observation", "delete_observation", "update_observation", "delete_entity",
+    "create_relation", "delete_relation", "rename_entity", "merge_entity", "checkpoint",
+    "propose_claim", "add_claim_evidence", "approve_claim", "reject_claim", "reopen_claim",
+    "record_fact", "supersede_fact", "invalidate_fact", "revalidate_fact", witness.ACKNOWLEDGE_KIND,
+})
 
 
 def canonical(value: Any) -> str:
@@ -73,13 +83,6 @@ class Caller:
 
     actor: str = "local"
     session: str | None = None
-
-
-def machine_id(conn: sqlite3.Connection) -> str:
-    "This memory file's machine id, made when the file was created."
-    return conn.execute(
-        "SELECT value FROM memory_meta WHERE key = 'machine_id'"
-    ).fetchone()[0]
 
 
 def head(conn: sqlite3.Connection) -> tuple[int | None, str]:

@@ -47,15 +47,16 @@ def check_statement(subject: Any, predicate: Any, object: Any) -> dict[str, Any]
     return statement
 
 
-def check_rationale(value: Any) -> str:
+def check_rationale(value: Any, field: str = "rationale") -> str:
     """
     A person's reason for a governance act: required, never blank.
 
     :param value: the rationale text
+    :param field: what the caller calls it, for the error
     """
-    text = check_text(value, "rationale", max_bytes=MAX_OBJECT_BYTES)
+    text = check_text(value, field, max_bytes=MAX_OBJECT_BYTES)
     if not text.strip():
-        raise InvalidInput("rationale: must not be empty; say why, for whoever reads the ledger later")
+        raise InvalidInput(f"{field}: must not be empty; say why, for whoever reads the ledger later")
     return text
 
 

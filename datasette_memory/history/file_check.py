@@ -3,18 +3,19 @@
 The file is opened read-only and never created or migrated. A full check runs
 SQLite's integrity check and each word index's own check, walks the ledger's
 and the SQL audit log's hash chains, compares the ledger with its head witness
-(:mod:`datasette_memory.core.witness`), replays the ledger and compares every
+(:mod:`datasette_memory.core.witness`) and with the last clean check's record
+(:mod:`datasette_memory.core.last_check`), replays the ledger and compares every
 memory table with the replay, row by row. A clean full check is remembered
-beside the file (``memory.db.verified.json``); ``since_checkpoint`` then
-checks only what happened after the newest checkpoint it covered: the chains
-from there, the checkpoints since, and the entities, claims and facts the new
-events touched, replayed from their whole history.
+beside the file (``memory.db.verified.json``), unless the file no longer holds
+what the check before it saw; ``since_checkpoint`` then checks only what
+happened after the newest checkpoint it covered: the chains from there, the
+checkpoints since, and the entities, claims and facts the new events touched,
+replayed from their whole history. What either comparison finds wrong is
+recorded in the witness, where it stands until a person acknowledges it.
 """
 
-import contextlib
 import functools
 import json
-import os
 import pathlib
 import re
 import sqlite3
@@ -23,10 +24,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..core import witness
-from ..core.clock import now
+from ..core import last_check, witness
 from ..core.database import unknown_migrations
-from ..core.ledger import EVENT_COLUMNS, GENESIS_HASH, event_problem, machine_id, verify_chain
+from ..core.ledger import EVENT_COLUMNS, GENESIS_HASH, ChainStatus, event_problem, verify_chain
+from ..core.log_heads import as_problem
 from ..core.migrations import event_names_sql, migrations
 from ..sqltools.audit_log import audit_chain_problems
 from . import compare
@@ -34,7 +35,6 @@ from .compare import CHECKPOINT_COLUMNS, anomalies, checkpoint_differences, diff
 from .replay import Replay, replay
 from .touching import events_shaping, governed_touched_since, names_touched_since
 
-VERIFIED_SUFFIX = ".verified.json"
 # word index -> (the table it indexes, that table's rowid column, the indexed columns)
 WORD_INDEXES = {
     "observations_fts": ("observations", "id", ("content",)),
@@ -142,7 +142,7 @@ def verify_file(path: str | pathlib.Path, since_checkpoint: bool = False) -> dic
     witness.flush()  # what this process wrote is witnessed before it is checked
     conn = open_read_only(path)
     try:
-        record = verified_record(conn, path) if since_checkpoint else None
+        record = last_check.anchor(conn, path) if since_checkpoint else None
         if record is not None:
             mode, checks = f"since checkpoint at event {record['anchor_event']}", incremental_checks(conn, path, record)
         else:
@@ -153,7 +153,7 @@ def verify_file(path: str | pathlib.Path, since_checkpoint: bool = False) -> dic
         if since_checkpoint and record is None:
             report["note"] = "no clean full check was recorded for this file, so this was a full check"
         if ok:
-            report["recorded"] = remember(conn, path, head)
+            report["recorded"] = last_check.remember(conn, path, head)
         return report
     finally:
         conn.close()
@@ -166,6 +166,7 @@ def full_checks(conn: sqlite3.Connection, path: pathlib.Path) -> list[Check]:
         run("word indexes", lambda c: word_indexes(path, conn, c)),
         run("ledger chain", lambda c: ledger_chain(conn, c)),
         run("head witness", lambda c: head_witness(conn, path, c)),
+        run("last clean check", lambda c: last_clean_check(conn, path, c)),
         run("SQL audit chain", lambda c: audit_chain(conn, c)),
         run("replay", lambda c: full_replay(conn, c)),
         run("event index", lambda c: event_index(conn, c)),
@@ -179,11 +180,43 @@ def incremental_checks(conn: sqlite3.Connection, path: pathlib.Path, record: dic
         run("schema", lambda c: schema(conn, c)),
         run("ledger chain", lambda c: ledger_chain_since(conn, anchor, record["anchor_hash"], c)),
         run("head witness", lambda c: head_witness(conn, path, c)),
+        run("last clean check", lambda c: last_clean_check(conn, path, c)),
         run("SQL audit chain", lambda c: audit_chain_since(conn, record, c)),
         run("replay", lambda c: replay_since(conn, anchor, c)),
         run("event index", lambda c: event_index(conn, c, after=anchor)),
         run("project sizes", lambda c: project_sizes(conn, c)),
     ]
+
+
+def chain_checks(conn: sqlite3.Connection, problems_listed: int) -> dict[str, Any]:
+    """
+    ``verify``'s checks of the hash chains and of the records beside the file,
+    without the replay: what the ``verify_chain`` tool reports. What is found
+    wrong is recorded in the witness, as ``verify`` records it.
+
+    :param conn: a connection to a memory file
+    :param problems_listed: most problems listed per check (all are counted)
+    :return: ``{ok, summary, checks, events, head_hash, broken_event_id, problem}``
+    """
+    path = pathlib.Path(witness.database_path(conn))
+    chain = verify_chain(conn)
+    checks = [
+        run("ledger chain", lambda c: ledger_chain(conn, c, chain)),
+        run("head witness", lambda c: head_witness(conn, path, c)),
+        run("last clean check", lambda c: last_clean_check(conn, path, c)),
+        run("SQL audit chain", lambda c: audit_chain(conn, c)),
+    ]
+    failed = [check for check in checks if not check.ok]
+    summary = (f"{chain.summary()}; the head witness and the last clean check agree" if not failed else
+               "; ".join(f"{check.name}: {describe_first(check)}" for check in failed) + "; run `datasette-memory verify` for the whole report")
+    listed = [{**check.to_dict(), "problems": check.problems[:problems_listed]} for check in checks]
+    return {"ok": not failed, "summary": summary, "checks": listed, **{k: v for k, v in chain.to_dict().items() if k not in ("ok", "summary")}}
+
+
+def describe_first(check: Check) -> str:
+    "A failed check's first problem in words."
+    first = check.problems[0]
+    return first["found"] if isinstance(first, dict) and isinstance(first.get("found"), str) else str(first)
 
 
 def run(name: str, body: Callable[[Check], None]) -> Check:
@@ -364,8 +397,8 @@ def terms(copy: sqlite3.Connection, vocabulary: str, rows: list[int]) -> dict[in
     return {row: {column: " ".join(words) for column, words in columns.items()} for row, columns in found.items()}
 
 
-def ledger_chain(conn: sqlite3.Connection, check: Check) -> None:
-    status = verify_chain(conn)
+def ledger_chain(conn: sqlite3.Connection, check: Check, status: ChainStatus | None = None) -> None:
+    status = status or verify_chain(conn)
     check.detail = status.summary()
     if not status.ok:
         check.problems.append({"table": "events", "row": status.broken_event_id, "expected": "the next event of the chain",
@@ -393,9 +426,25 @@ def ledger_chain_since(conn: sqlite3.Connection, anchor: int, anchor_hash: str, 
 
 
 def head_witness(conn: sqlite3.Connection, path: pathlib.Path, check: Check) -> None:
-    found = witness.check(conn, path)
+    found = witness.check(conn, path, noticed_by="verify")
     check.detail = f"{found['status']}: {found['detail']}"
     check.problems += found["problems"]
+
+
+def last_clean_check(conn: sqlite3.Connection, path: pathlib.Path, check: Check) -> None:
+    """
+    The heads the last clean check saw must still be in the file: a rewind or a
+    rewrite since is found even with the witness gone, and recorded in the witness.
+    """
+    outcomes = last_check.compare(conn, path)
+    broken = [outcome for outcome in outcomes if outcome["status"] != "agrees"]
+    if broken:
+        witness.record(path, conn, broken, "verify")
+    check.problems += [as_problem(outcome, last_check.SEEN_BY) for outcome in broken]
+    if not outcomes:
+        check.detail = f"no clean check recorded before ({last_check.record_path(path).name})"
+    elif not broken:
+        check.detail = "; ".join(outcome["detail"] for outcome in outcomes)
 
 
 def audit_chain(conn: sqlite3.Connection, check: Check) -> None:
@@ -493,45 +542,3 @@ def project_sizes(conn: sqlite3.Connection, check: Check) -> None:
                 "expected": counted.get(project, 0), "found": kept.get(project),
             })
     check.detail = "each project's size matches its entities"
-
-
-def verified_path(path: pathlib.Path) -> pathlib.Path:
-    return pathlib.Path(f"{path}{VERIFIED_SUFFIX}")
-
-
-def verified_record(conn: sqlite3.Connection, path: pathlib.Path) -> dict[str, Any] | None:
-    "The last clean check's record, if it belongs to this file."
-    try:
-        record = json.loads(verified_path(path).read_text())
-    except (OSError, ValueError):
-        return None
-    machine = machine_id(conn)
-    if not isinstance(record, dict) or record.get("machine") != machine or not isinstance(record.get("anchor_event"), int):
-        return None
-    return record
-
-
-def remember(conn: sqlite3.Connection, path: pathlib.Path, head: tuple[int, str]) -> str | None:
-    """
-    Record a clean check beside the file: the newest checkpoint it covered is
-    where the next ``--since-checkpoint`` starts.
-
-    :return: the record's path, or None if the folder cannot take it
-    """
-    anchor = conn.execute(
-        "SELECT id, hash FROM events WHERE kind = 'checkpoint' AND id <= ? ORDER BY id DESC LIMIT 1", [head[0]]
-    ).fetchone() or head
-    audit = conn.execute("SELECT id, hash FROM sql_audit ORDER BY id DESC LIMIT 1").fetchone() or (0, GENESIS_HASH)
-    machine = machine_id(conn)
-    record = {"machine": machine, "anchor_event": anchor[0], "anchor_hash": anchor[1], "head_event": head[0],
-              "head_hash": head[1], "audit_row": audit[0], "audit_hash": audit[1], "verified_at": now()}
-    target = verified_path(path)
-    temporary = target.with_name(f"{target.name}.{os.getpid()}.tmp")
-    try:
-        temporary.write_text(json.dumps(record))
-        os.replace(temporary, target)
-    except OSError:
-        with contextlib.suppress(OSError):  # a read-only file system refuses the unlink too
-            temporary.unlink(missing_ok=True)
-        return None
-    return str(target)
