@@ -156,7 +156,8 @@ PERSON = {"actor": {"id": "alice"}}
 @pytest.mark.parametrize("path,body,status,field,message", [
     ("/-/memory/claims/99/approve", {"rationale": "x"}, 404, None, "claim 99 not found in project 'default'"),
     ("/-/memory/facts/99/invalidate", {"rationale": "x"}, 404, None, "fact 99 not found"),
-    ("/-/memory/facts/99999999999999999999/invalidate", {"rationale": "x"}, 404, None, "no claim or fact has id"),
+    ("/-/memory/facts/99999999999999999999/invalidate", {"rationale": "x"}, 404, "id", "there is no fact #99999999999999999999"),
+    ("/-/memory/facts/x1/invalidate", {"rationale": "x"}, 400, "id", "facts are numbered 1, 2, 3"),
     ("/-/memory/claims/1/approve", {}, 400, "rationale", "rationale: required field is missing"),
     ("/-/memory/claims/1/approve", {"rationale": "  "}, 400, "rationale", "rationale: must not be empty"),
     ("/-/memory/claims/1/approve", {"rationale": "x", "status": "approved"}, 400, "status", "status: unknown field"),

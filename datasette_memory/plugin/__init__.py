@@ -4,7 +4,7 @@ from .actions import register_person_actions
 from .bearer_tokens import actor_from_bearer_in_any_case
 from .connection import prepare_connection, startup
 from .entity_routes import entity_cell_links, entity_row_actions, register_curation_events, register_entity_routes
-from .error_pages import handle_exception
+from .error_pages import handle_exception, register_unknown_memory_paths
 from .governance_routes import register_governance_routes
 from .governed_links import link_claim_and_fact_ids, open_claim_or_fact
 from .host_check import check_allowed_hosts, refuse_foreign_hosts
@@ -46,6 +46,7 @@ __all__ = [
     "register_sign_in_routes",
     "refuse_foreign_hosts",
     "refuse_secrets_in_datasette_writes",
+    "register_unknown_memory_paths",
     "startup",
     "stop_mcp",
 ]

@@ -14,8 +14,7 @@ from typing import Any
 from ..core.errors import NotFound
 from ..governed.gate import Reviewer
 from .connection import call_memory
-
-MAX_ID = 2**63 - 1
+from .pages import shown
 
 
 @dataclass(frozen=True)
@@ -69,19 +68,11 @@ ENTRY = Act(
 )
 
 
-def path_id(request: Any) -> int:
-    "The claim or fact id in the path."
-    value = int(request.url_vars["id"])
-    if value > MAX_ID:
-        raise NotFound(f"no claim or fact has id {value}")
-    return value
-
-
 def act_for(kind: str, name: str) -> Act:
     "The act ``name`` on ``kind``, or :class:`NotFound` listing the acts there are."
     if (kind, name) not in ACTS:
         acts = ", ".join(a for k, a in ACTS if k == kind)
-        raise NotFound(f"{kind} have no act {name!r}; the acts are {acts}")
+        raise NotFound(f"{kind} have no act {shown(name)}; the acts are {acts}")
     return ACTS[(kind, name)]
 
 

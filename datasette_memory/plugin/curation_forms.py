@@ -26,7 +26,7 @@ from ..governed.person_actions import CURATE_ACTION
 from ..graph import entity_view
 from ..memory import Memory
 from .connection import call_memory
-from .pages import chosen_project, entity_name, render_page, viewable_database
+from .pages import chosen_project, entity_name, form_fields, render_page, shown, viewable_database
 
 Change = Callable[[Memory, str, dict[str, str]], dict[str, Any]]
 
@@ -142,7 +142,7 @@ def curation_for(request: Any) -> tuple[str, Curation]:
     "The curation the path names, or :class:`NotFound` listing those there are."
     name = request.url_vars["curation"]
     if name not in CURATIONS:
-        raise NotFound(f"curation: there is no {name!r}; an entity's curations are {', '.join(CURATIONS)}")
+        raise NotFound(f"curation: there is no {shown(name)}; an entity's curations are {', '.join(CURATIONS)}")
     return name, CURATIONS[name]
 
 
@@ -174,7 +174,7 @@ async def curation_page(datasette: Any, request: Any) -> Response:
     context = {"curation_name": name, "curation": curation, "project": project, "entity": entity, "person": person}
     if request.method != "POST":
         return await render(datasette, request, "form", {**context, "fields": first_fields(curation, request, entity)})
-    posted = await request.post_vars()
+    posted = await form_fields(request)
     fields = {field: posted.get(field, "") for field in curation.fields}
     context["fields"] = fields
     if posted.get("step") != "apply":

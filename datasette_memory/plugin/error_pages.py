@@ -8,6 +8,10 @@ gets the memory pages' navigation and the message.
 The file's own failures (a full disk, a lock held too long, a damaged file),
 on any page, are said in one line too (:func:`render_file_failure`), and
 logged at most once a minute per kind instead of with a traceback per request.
+Datasette's own refusals under ``/-/memory`` (a path no memory route has, a
+body too large, a permission it checks itself) are rendered here as well
+(:func:`render_client_error`): Datasette's handler would print a traceback for
+each, and for a path no route matched it fails outright, inside ``rich``.
 """
 
 import functools
@@ -18,19 +22,24 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from datasette import Response, hookimpl
+from datasette.utils.asgi import Base400
 
 from ..core.errors import InvalidInput, MemoryStoreError, NotFound
 from ..core.file_errors import DISK_FULL, LOCKED, FileFailure, file_failure
 from ..core.log_throttle import LogThrottle
 from .connection import memory_database
-from .pages import render_page
+from .pages import NAVIGATION, form_posted, render_page, shown
 
-STATUS = {PermissionError: 403, NotFound: 404, InvalidInput: 400}
+
+class WrongMethod(MemoryStoreError):
+    """The endpoint takes another method: a POST with a JSON body where a GET was sent."""
+
+
+STATUS = {PermissionError: 403, NotFound: 404, InvalidInput: 400, WrongMethod: 405}
 # a file's failure: 507 Insufficient Storage for a full disk, 503 for a lock to wait out, else 500
 FAILURE_STATUS = {DISK_FULL: 507, LOCKED: 503}
 _failure_logs: "weakref.WeakKeyDictionary[Any, LogThrottle]" = weakref.WeakKeyDictionary()
 View = Callable[[Any, Any], Awaitable[Response]]
-FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
 
 
 def status_of(error: MemoryStoreError) -> int:
@@ -48,10 +57,10 @@ def error_body(error: MemoryStoreError) -> dict[str, Any]:
 
 
 def for_a_person(request: Any) -> bool:
-    "A page was asked for (a GET not ending .json), or a form was posted: answer with a page."
-    if request.method in ("GET", "HEAD"):
-        return not request.path.endswith(".json")
-    return request.headers.get("content-type", "").split(";")[0].strip() in FORM_TYPES
+    "A page was asked for (a GET not ending .json), or a form was posted to a page: answer with a page."
+    if request.path.endswith(".json"):
+        return False
+    return request.method in ("GET", "HEAD") or form_posted(request)
 
 
 async def render_error(datasette: Any, request: Any, error: MemoryStoreError) -> Response:
@@ -60,6 +69,32 @@ async def render_error(datasette: Any, request: Any, error: MemoryStoreError) ->
     if not for_a_person(request):
         return Response.json(error_body(error), status=status)
     return await render_page(datasette, request, "memory_error.html", None, {"status": status, "message": str(error)}, status)
+
+
+def under_memory(datasette: Any, request: Any) -> bool:
+    "Whether the request is for ``/-/memory`` or a path under it."
+    root = datasette.urls.path("/-/memory")
+    return request.path == root or request.path.startswith((root + "/", root + "."))
+
+
+async def render_client_error(datasette: Any, request: Any, exception: Base400) -> Response:
+    "Datasette's own refusal of a memory request (a body too large, say), as the page or JSON the memory errors are."
+    message = str(exception.args[0]) if exception.args else type(exception).__name__
+    if not for_a_person(request):
+        return Response.json({"ok": False, "error": message, "field": None}, status=exception.status)
+    return await render_page(datasette, request, "memory_error.html", None, {"status": exception.status, "message": message}, exception.status)
+
+
+async def no_such_page(datasette: Any, request: Any) -> Response:
+    "A path under /-/memory that no memory route has: the pages there are, instead of Datasette's row page for a database named '-'."
+    pages = ", ".join(f"{label} ({datasette.urls.path(path)})" for _, path, label in NAVIGATION)
+    raise NotFound(f"there is no memory page at {shown(request.path, 200)}; the memory pages are {pages}, and an entity's, at /-/memory/entity?name=")
+
+
+@hookimpl(specname="register_routes", trylast=True)
+def register_unknown_memory_paths(datasette: Any) -> list[tuple[str, Any]]:
+    "After every other route under /-/memory, whichever hook registered it (trylast)."
+    return [(r"^/-/memory[/.].*$", handled(no_such_page))]
 
 
 def handled(view: View) -> View:
@@ -83,11 +118,18 @@ def handled(view: View) -> View:
 @hookimpl(wrapper=True)
 def handle_exception(datasette: Any, request: Any, exception: Exception) -> Any:
     """
-    A file's failure as one line, instead of Datasette's page and the traceback
-    its own handler prints for every request: a wrapper, so that handler's
-    response (and its printing) is replaced, never run.
+    A file's failure as one line, and Datasette's refusals under ``/-/memory`` as
+    memory's error pages, instead of Datasette's page and the traceback its own
+    handler prints for every request: a wrapper, so that handler's response
+    (and its printing) is replaced, never run.
     """
     responses = yield
+    if isinstance(exception, Base400) and under_memory(datasette, request):
+
+        async def refused() -> Response:
+            return await render_client_error(datasette, request, exception)
+
+        return [refused]
     db = memory_database(datasette)
     path = db.path if db is not None else None
     # a visitor is told the file's name, not where it is on the server

@@ -16,9 +16,9 @@ from ..core.errors import InvalidInput
 from ..core.validation import DEFAULT_PROJECT, type_name
 from ..governed.gate import reviewer_for_request
 from . import review_forms
-from .acts import ENTRY, Act, act_for, path_id, perform
-from .error_pages import for_a_person, handled
-from .pages import int_arg, read_memory
+from .acts import ENTRY, Act, act_for, perform
+from .error_pages import WrongMethod, for_a_person, handled
+from .pages import int_arg, path_id, read_memory
 
 
 async def body_arguments(request: Any, act: Act) -> dict[str, Any]:
@@ -50,8 +50,9 @@ async def json_act(datasette: Any, request: Any, act: Act, args: tuple[Any, ...]
     return Response.json({"ok": True, **(await perform(datasette, reviewer, act, project, args, arguments))}, status=status)
 
 
-def method_not_allowed() -> Response:
-    return Response.json({"ok": False, "error": "use POST with a JSON body for this endpoint, or open it in a browser"}, status=405)
+def method_not_allowed(form: str) -> WrongMethod:
+    "The error for a GET where the JSON API takes a POST: a person is pointed to the form that does the same."
+    return WrongMethod(f"this endpoint takes a POST with a JSON body; a person does the same with the form at {form}")
 
 
 async def governance_act(datasette: Any, request: Any) -> Response:
@@ -60,14 +61,14 @@ async def governance_act(datasette: Any, request: Any) -> Response:
     if for_a_person(request):
         return await review_forms.act_page(datasette, request, act)
     if request.method != "POST":
-        return method_not_allowed()
+        raise method_not_allowed(request.path)
     return await json_act(datasette, request, act, (path_id(request),))
 
 
 async def enter_fact(datasette: Any, request: Any) -> Response:
     "``POST /-/memory/facts``: a person enters a fact directly."
     if request.method != "POST":
-        return method_not_allowed()
+        raise method_not_allowed(datasette.urls.path("/-/memory/facts/new"))
     return await json_act(datasette, request, ENTRY, (), status=201)
 
 
@@ -102,7 +103,7 @@ async def context_pack_json(datasette: Any, request: Any) -> Response:
 @hookimpl(specname="register_routes")
 def register_governance_routes(datasette: Any) -> list[tuple[str, Any]]:
     routes = [
-        (r"^/-/memory/(?P<kind>claims|facts)/(?P<id>\d+)/(?P<act>[a-z]+)$", governance_act),
+        (r"^/-/memory/(?P<kind>claims|facts)/(?P<id>[^/]+)/(?P<act>[^/]+)$", governance_act),
         (r"^/-/memory/facts$", enter_fact),
         (r"^/-/memory/claims\.json$", claims_json),
         (r"^/-/memory/facts\.json$", facts_json),

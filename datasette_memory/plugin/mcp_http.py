@@ -8,14 +8,16 @@ import asyncio
 import weakref
 
 from datasette import Response, hookimpl
-from datasette.resources import DatabaseResource
 
 from mcp_bridge.profiles import DEFAULT_PROFILE, check_profile
 
-from ..core.errors import InvalidInput
-from .connection import PLUGIN_NAME, memory_config, memory_database
+from ..core.errors import InvalidInput, MemoryStoreError
+from .connection import PLUGIN_NAME, memory_config
+from .error_pages import error_body, status_of
+from .pages import viewable_database
 
 MCP_PATH = "/-/memory/mcp"
+MCP_METHODS = ("POST", "DELETE")  # stateless and answering in JSON: the SDK has no stream for a GET
 
 
 class LifespanRunner:
@@ -106,8 +108,15 @@ async def mcp_endpoint(scope, receive, send, datasette, request):
             "MCP over HTTP needs a Datasette API token: send 'Authorization: Bearer <token>' "
             "(create one with 'datasette-memory create-token ACTOR')"
         )
-    db = memory_database(datasette)
-    await datasette.ensure_permission(action="view-database", resource=DatabaseResource(db.name), actor=request.actor)
+    try:
+        await viewable_database(datasette, request)
+    except MemoryStoreError as e:  # answered as MCP's other refusals are, in JSON: a script is asking
+        return Response.json(error_body(e), status=status_of(e))
+    if scope["method"] not in MCP_METHODS:
+        return Response.json(
+            {"ok": False, "error": f"MCP over HTTP takes {' and '.join(MCP_METHODS)}; this server answers each POST in JSON, with no stream to GET"},
+            status=405, headers={"Allow": ", ".join(MCP_METHODS)},
+        )
     try:
         profile = requested_profile(datasette, request)
     except InvalidInput as e:

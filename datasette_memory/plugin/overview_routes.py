@@ -9,7 +9,7 @@ from ..core.errors import InvalidInput
 from ..overview import overview, overview_as_of
 from .connection import memory_database
 from .error_pages import handled
-from .pages import NAVIGATION, chosen_moment, respond, viewable_database
+from .pages import NAVIGATION, chosen_moment, respond, shown, viewable_database
 
 QUERIES_LISTED = 50
 
@@ -22,7 +22,7 @@ async def memory_overview(datasette: Any, request: Any) -> Response:
     db = await viewable_database(datasette, request)
     check = request.args.get("check")
     if check not in (None, "chain"):
-        raise InvalidInput(f"check: {check!r} is not something the overview checks; ?check=chain walks the whole hash chain")
+        raise InvalidInput(f"check: {shown(check)} is not something the overview checks; ?check=chain walks the whole hash chain")
     check_chain = True if check else None
     moment = await chosen_moment(datasette, request)
     if moment is None:

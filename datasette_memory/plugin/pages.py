@@ -18,6 +18,8 @@ from ..overview import project_names
 from .connection import call_memory, memory_database, memory_database_name
 
 T = TypeVar("T")
+MAX_ID = 2**63 - 1  # SQLite's largest integer: no row has an id past it
+FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
 # page name, path, label: the navigation every memory page shows
 NAVIGATION = (
     ("overview", "/-/memory", "Overview"),
@@ -74,7 +76,7 @@ async def known_project(datasette: Any, project: str, error: type[MemoryStoreErr
     "``project``, if something was stored in it (or it is the default); else ``error`` listing the known ones."
     known = await known_projects(datasette)
     if project not in known:
-        raise error(f"project: there is no project {project!r}; the projects are {', '.join(known)}")
+        raise error(f"project: there is no project {shown(project)}; the projects are {', '.join(known)}")
     return project
 
 
@@ -122,15 +124,66 @@ async def read_memory(datasette: Any, request: Any, function: Callable[[Memory],
     return await call_memory(datasette, function, project=await chosen_project(datasette, request), actor=actor_id(request))
 
 
+def path_id(request: Any) -> int:
+    """
+    The claim or fact id in the path. The routes take any segment there, so a
+    mistyped one is answered here, saying what an id looks like, instead of
+    falling through to a page that does not exist.
+
+    :raises InvalidInput: for anything but a whole number written in ASCII digits
+    :raises NotFound: for a number no row can have (0, or past SQLite's integers)
+    """
+    kind, value = request.url_vars["kind"], request.url_vars["id"]
+    if not (value.isascii() and value.isdigit()):
+        raise InvalidInput(
+            f"id: {kind} are numbered 1, 2, 3 and on, got {shown(value)}; "
+            f"open one from the review page (/-/memory/review), or by its number, as /-/memory/{kind}/12"
+        )
+    number = int(value)
+    if not 0 < number <= MAX_ID:
+        raise NotFound(f"id: there is no {kind[:-1]} #{number}; the review page (/-/memory/review) lists them")
+    return number
+
+
+def form_posted(request: Any) -> bool:
+    "Whether the request's body is a form, as a browser posts one."
+    return request.headers.get("content-type", "").split(";")[0].strip().lower() in FORM_TYPES
+
+
+async def form_fields(request: Any) -> dict[str, str]:
+    """
+    The fields of the form a page posted.
+
+    :raises InvalidInput: for a body that is not a form (a script's JSON: the JSON API takes it), or not UTF-8
+    """
+    if not form_posted(request):
+        raise InvalidInput(
+            "body: this page takes the fields of its own form; a script uses the JSON API "
+            "(POST /-/memory/facts, /-/memory/claims/<id>/<act>) or the MCP tools"
+        )
+    try:
+        return await request.post_vars()
+    except UnicodeDecodeError:
+        raise InvalidInput("body: a form's fields must be UTF-8; post the form from its page")
+
+
 def int_arg(request: Any, name: str, default: int) -> int:
     "An integer query-string argument, or an error naming it."
     value = request.args.get(name)
     if value is None:
         return default
     try:
-        return int(value)
+        number = int(value)
     except ValueError:
-        raise InvalidInput(f"{name}: must be an integer, got {value!r}")
+        raise InvalidInput(f"{name}: must be an integer, got {shown(value)}")
+    if not -MAX_ID - 1 <= number <= MAX_ID:
+        raise InvalidInput(f"{name}: must be an integer SQLite can hold, from {-MAX_ID - 1} to {MAX_ID}, got {shown(value)}")
+    return number
+
+
+def shown(value: str, most: int = 60) -> str:
+    "``value`` quoted for an error message, cut short if long: a message names what was wrong, it does not echo it all."
+    return repr(value if len(value) <= most else value[:most] + "…")
 
 
 def wants_json(request: Any) -> bool:

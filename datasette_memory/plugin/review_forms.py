@@ -16,9 +16,9 @@ from datasette.events import Event
 
 from ..core.errors import InvalidInput, MemoryStoreError
 from ..governed.gate import Reviewer, reviewer_for_request
-from .acts import ENTRY, Act, path_id, perform
+from .acts import ENTRY, Act, perform
 from .connection import call_memory
-from .pages import known_project, known_projects, render_page, viewable_database
+from .pages import form_fields, known_project, known_projects, path_id, render_page, viewable_database
 
 
 @dataclass
@@ -61,7 +61,7 @@ async def act_page(datasette: Any, request: Any, act: Act) -> Response:
     context = {"kind": kind, "act": act, "act_name": request.url_vars["act"], "item": item, "project": project, "arguments": {}}
     if request.method != "POST":
         return await render(datasette, request, "form", context)
-    step, arguments = form_values(await request.post_vars(), act)
+    step, arguments = form_values(await form_fields(request), act)
     return await advance(datasette, request, reviewer, act, step, project, (id,), {**context, "arguments": arguments})
 
 
@@ -74,7 +74,7 @@ async def record_fact_page(datasette: Any, request: Any) -> Response:
     context = {"kind": "facts", "act": ENTRY, "act_name": "record", "item": None, "project": project, "projects": projects, "arguments": {}}
     if request.method != "POST":
         return await render(datasette, request, "form", context)
-    posted = await request.post_vars()
+    posted = await form_fields(request)
     step, arguments = form_values(posted, ENTRY)
     project = await known_project(datasette, posted.get("project") or project, InvalidInput)
     return await advance(datasette, request, reviewer, ENTRY, step, project, (), {**context, "project": project, "arguments": arguments})

@@ -65,7 +65,7 @@ def register_review_routes(datasette: Any) -> list[tuple[str, Any]]:
     routes = [
         (r"^/-/memory/review(\.(?P<format>json))?$", review_page),
         (r"^/-/memory/facts/new$", review_forms.record_fact_page),
-        (r"^/-/memory/(?P<kind>claims|facts)/(?P<id>\d+)(\.(?P<format>json))?$", item_page),
+        (r"^/-/memory/(?P<kind>claims|facts)/(?P<id>[^/]+?)(\.(?P<format>json))?$", item_page),
     ]
     return [(pattern, handled(view)) for pattern, view in routes]
 
