@@ -101,13 +101,13 @@ def test_the_plugin_serves_the_entity_page():
 async def test_the_page_shows_observations_with_who_and_when(datasette):
     response = await datasette.client.get(entity_path("auth"))
     assert response.status_code == 200
-    assert re.search(r"<h1>auth\b", response.text)
+    assert re.search(r"<h1><bdi>auth</bdi>", response.text)
     observations = (await datasette.client.get(entity_path("auth", page="/-/memory/entity.json"))).json()["observations"]
     assert [o["content"] for o in observations] == ["listens on port 8443", "issues JWTs"]
     edited, created = observations[0]["added"], observations[1]["added"]
     assert (edited["actor"], edited["kind"]) == ("carol", "update_observation")
     assert (created["actor"], created["kind"], created["session"]) == ("agent", "create_entity", "s1")
-    assert "edited by <strong>carol</strong>" in response.text
+    assert "edited by <strong><bdi>carol</bdi></strong>" in response.text
     assert f'datetime="{edited["ts"]}"' in response.text
 
 
@@ -121,7 +121,7 @@ async def test_relations_out_and_in_link_to_the_other_end(datasette):
     assert f'href="{entity_path("ledger")}"'.replace("&", "&amp;") in html
     assert f'href="{entity_path("Dana")}"'.replace("&", "&amp;") in html
     assert f'href="{entity_path("ghost")}"'.replace("&", "&amp;") not in html
-    assert re.search(r'memory-unstored">ghost</span> <span class="memory-badge">not stored', html)
+    assert re.search(r'memory-unstored"><bdi>ghost</bdi></span> <span class="memory-badge">not stored', html)
 
 
 async def test_facts_and_claims_about_it_match_its_name_as_values_do(datasette):
@@ -146,7 +146,7 @@ async def test_history_is_newest_first_with_a_word_diff_of_the_edit(datasette):
         {"op": "equal", "text": "listens on port "}, {"op": "delete", "text": "8080"}, {"op": "insert", "text": "8443"}
     ]]
     html = (await datasette.client.get(entity_path("auth"))).text
-    assert '<div class="memory-diff"><span>listens on port </span><del>8080</del><ins>8443</ins></div>' in html
+    assert '<div class="memory-diff"><span><bdi>listens on port </bdi></span><del><bdi>8080</bdi></del><ins><bdi>8443</bdi></ins></div>' in html
 
 
 async def test_the_picture_holds_exactly_the_names_within_two_hops(datasette):
@@ -249,7 +249,7 @@ async def test_datasette_pages_link_to_the_entity_page(datasette):
     assert "Open entity page" in row.text and entity_path("auth").replace("&", "&amp;") in row.text
     relations = await datasette.client.get("/memory/relations")
     for name in ("auth", "ledger", "ghost"):
-        assert f'<a href="{entity_path(name)}">{name}</a>'.replace("&", "&amp;", 1) in relations.text
+        assert f'<a href="{entity_path(name)}"><bdi>{name}</bdi></a>'.replace("&", "&amp;", 1) in relations.text
     other_table = await datasette.client.get("/memory/observations")
     assert "/-/memory/entity?" not in other_table.text
 
@@ -416,12 +416,12 @@ async def test_the_confirmation_shows_what_will_change(datasette, db_path):
     carol = {"actor": {"id": "carol"}, "headers": SAME_SITE}
     path = entity_path("auth", page="/-/memory/entity/edit-observation")
     response = await datasette.client.post(path, data={"old": "issues JWTs", "new": "issues JWTs signed with RS256", "step": "confirm"}, **carol)
-    assert '<span>issues JWTs</span><ins> signed with RS256</ins>' in response.text
+    assert '<span><bdi>issues JWTs</bdi></span><ins><bdi> signed with RS256</bdi></ins>' in response.text
     assert '<input type="hidden" name="new" value="issues JWTs signed with RS256">' in response.text
     rename = await datasette.client.post(entity_path("ledger", page="/-/memory/entity/rename"), data={"new_name": "ledger-db", "step": "confirm"}, **carol)
-    assert "<strong>ledger</strong> will be called <strong>ledger-db</strong>" in rename.text
+    assert "<strong><bdi>ledger</bdi></strong> will be called <strong><bdi>ledger-db</bdi></strong>" in rename.text
     assert "2 relations follow it" in rename.text
-    assert "<del>ledger</del><ins>-db</ins>" not in rename.text and "<del>ledger</del>" in rename.text
+    assert "<del><bdi>ledger</bdi></del><ins><bdi>-db</bdi></ins>" not in rename.text and "<del><bdi>ledger</bdi></del>" in rename.text
 
 
 async def test_after_a_rename_the_old_name_still_finds_it(datasette):

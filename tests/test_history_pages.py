@@ -158,7 +158,7 @@ async def test_search_as_of_a_moment_searches_the_past(datasette, history):
     assert in_html(path(project="p", name="auth", as_of=then)) in html
     assert f'<input type="hidden" name="as_of" value="{then}">' in html  # the next search stays in the past
     nothing = (await datasette.client.get(path("/-/memory/search", project="p", q="rotates signing keys", as_of=then))).text
-    assert f"Memory held nothing that answers this in <strong>p</strong> as of event {then}" in nothing
+    assert f"Memory held nothing that answers this in <strong><bdi>p</bdi></strong> as of event {then}" in nothing
     now = (await datasette.client.get(path("/-/memory/search", project="p", q="rotates signing keys"))).text
     assert "rotates signing keys nightly" in now and not BANNER.search(now)
 
@@ -271,7 +271,7 @@ async def test_each_observation_and_relation_says_where_it_came_from(datasette, 
         id = event["event_id"]
         assert in_html(f"/-/memory/ledger?project=p&before={id + 1}#event-{id}") in details
         assert event["machine"][:8] in details
-    assert "session <code>s2</code>" in details and "<strong>carol</strong>" in details
+    assert "session <code><bdi>s2</bdi></code>" in details and "<strong><bdi>carol</bdi></strong>" in details
     ledger = (await datasette.client.get(f"/-/memory/ledger?project=p&before={edited['events'][-1]['event_id'] + 1}")).text
     assert f'id="event-{edited["events"][-1]["event_id"]}"' in ledger  # the link lands on the event
 
@@ -300,9 +300,9 @@ async def test_a_fact_page_says_who_recorded_it_why_and_from_what(datasette):
     ]
     html = (await datasette.client.get("/-/memory/facts/1")).text
     section = html[html.index('id="provenance"'):html.index("<h2>History</h2>")]
-    assert "record_fact" in section and "<strong>alice</strong>" in section
+    assert "record_fact" in section and "<strong><bdi>alice</bdi></strong>" in section
     assert "checked the running config" in section
-    assert 'href="/-/memory/claims/1"' in section and "propose_claim" in section and "<strong>agent</strong>" in section
+    assert 'href="/-/memory/claims/1"' in section and "propose_claim" in section and "<strong><bdi>agent</bdi></strong>" in section
     assert "the gateway&#39;s config file" in section and "listens on port 8443" in section
     recorded = provenance["recorded"]["id"]
     assert in_html(f"/-/memory/ledger?project=p&before={recorded + 1}#event-{recorded}") in section

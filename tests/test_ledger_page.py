@@ -140,7 +140,7 @@ async def test_a_session_change_by_one_actor_starts_a_group(db_path, open_memory
 async def test_the_page_shows_each_group_with_its_header(db_path, graph):
     html = (await (await served(db_path)).client.get("/-/memory/ledger?project=payments")).text
     assert html.count('class="memory-session"') == 4  # b, (checkpoint), a, b, a
-    assert re.search(r"<strong>agent-b</strong>\s*<span class=\"memory-meta\">session <code>s2</code>", html)
+    assert re.search(r"<strong><bdi>agent-b</bdi></strong>\s*<span class=\"memory-meta\">session <code><bdi>s2</bdi></code>", html)
     assert "2 events" in html
 
 
@@ -314,7 +314,7 @@ async def test_an_edited_observation_shows_its_word_diff(db_path, graph):
     assert edit["old"] == "listens on port 8443" and edit["new"] == "listens on port 9443 behind the proxy"
     assert edit["diff"] == [["equal", "listens on port "], ["delete", "8443"], ["insert", "9443 behind the proxy"]]
     html = (await datasette.client.get("/-/memory/ledger?project=payments&kind=update_observation")).text
-    assert re.search(r'class="memory-diff[^"]*">listens on port <del>8443</del><ins>9443 behind the proxy</ins></div>', html)
+    assert re.search(r'class="memory-diff[^"]*"><bdi>listens on port </bdi><del><bdi>8443</bdi></del><ins><bdi>9443 behind the proxy</bdi></ins></div>', html)
 
 
 @pytest.mark.parametrize(
@@ -371,7 +371,7 @@ async def test_what_an_event_was_about_is_linked(db_path, graph, open_memory):
     fact = memory.governed.approve_claim(issue_reviewer(), claim["id"], "checked the config")["fact"]
     datasette = await served(db_path)
     html = (await datasette.client.get("/-/memory/ledger?project=payments")).text
-    assert '<a href="/-/memory/entity?project=payments&amp;name=auth">auth</a>' in html
+    assert '<a href="/-/memory/entity?project=payments&amp;name=auth"><bdi>auth</bdi></a>' in html
     assert f'<a href="/-/memory/claims/{claim["id"]}">claim #{claim["id"]}</a>' in html
     assert f'<a href="/-/memory/facts/{fact["id"]}">fact #{fact["id"]}</a>' in html
     relation = events_of(await ledger_json(datasette, "project=payments&kind=create_relation"))[-1]
@@ -409,7 +409,7 @@ async def test_bad_parameters_name_the_field(db_path, graph, query, field):
     assert response.json()["field"] == field and response.json()["ok"] is False
     page = await datasette.client.get(f"/-/memory/ledger?project=payments&{query}")
     assert page.status_code == 400 and "text/html" in page.headers["content-type"]
-    assert f'<p class="message-error">{field}:' in page.text
+    assert f'<p class="message-error"><bdi>{field}:' in page.text
 
 
 async def test_an_unknown_project_lists_the_known_ones(db_path, graph):

@@ -64,9 +64,9 @@ async def test_the_queue_flags_contradictions_with_facts_and_between_pending_cla
     assert badges[mysql_claim] == [("fact", 1), ("claim", sqlite_claim)]
     assert badges[sqlite_claim] == [("fact", 1), ("claim", mysql_claim)]
     page = (await datasette.client.get("/-/memory/review?project=p")).text
-    assert "contradicts fact #1: postgres 16" in page and f"contradicts claim #{sqlite_claim}: sqlite" in page
+    assert "contradicts fact #1: <bdi>postgres 16</bdi>" in page and f"contradicts claim #{sqlite_claim}: <bdi>sqlite</bdi>" in page
     assert "old wiki page" in page and "uses postgres 16 since March" in page  # evidence, both kinds
-    assert "confidence 0.4" in page and "Proposed by codex" in page
+    assert "confidence 0.4" in page and "Proposed by <bdi>codex</bdi>" in page
 
 
 @pytest.mark.parametrize("actor", ["anonymous", "agent token", "curator"])
@@ -99,7 +99,7 @@ async def test_approving_shows_what_will_change_then_does_it(datasette, stored, 
     assert confirm.status_code == 200
     text = " ".join(confirm.text.split())
     assert "becomes <strong>approved</strong>" in text and "valid from 2025-06-01T00:00:00.000000+00:00 to no end" in text
-    assert "It will contradict: fact #1 (postgres 16)" in text
+    assert "It will contradict: fact #1 (<bdi>postgres 16</bdi>)" in text
     assert 'name="step" value="apply"' in confirm.text
     assert events(stored) == before  # the confirmation step rehearsed it: nothing written
     applied = await datasette.client.post("/-/memory/claims/2/approve", data={**fields, "step": "apply"}, headers=SAME_SITE, **options)

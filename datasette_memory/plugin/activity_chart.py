@@ -3,13 +3,16 @@
 No JavaScript and nothing fetched: the page works offline. The same counts
 always give the same bytes (colours follow the order of the kinds, numbers are
 rounded to two places). Every piece of text is escaped here, so the result can
-be marked safe for the template.
+be marked safe for the template, its invisible characters shown as marks as
+on the rest of the page (a project's name is stored text).
 """
 
 import datetime
 import html
 import math
 from typing import Any
+
+from .stored_text import stored
 
 WIDTH = 760
 LEFT, RIGHT, TOP = 56, 16, 16
@@ -57,7 +60,8 @@ def activity_svg(activity: dict[str, Any], project: str) -> str:
 
 
 def esc(text: str) -> str:
-    return html.escape(str(text), quote=True)
+    "``text`` escaped for SVG, each invisible or bidi control character as its mark."
+    return html.escape(stored(text, "plain"), quote=True)
 
 
 def num(value: float) -> str:

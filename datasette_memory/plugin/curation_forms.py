@@ -27,6 +27,7 @@ from ..graph import entity_view
 from ..memory import Memory
 from .connection import call_memory
 from .pages import chosen_project, entity_name, form_fields, render_page, shown, viewable_database
+from .stored_text import stored
 
 Change = Callable[[Memory, str, dict[str, str]], dict[str, Any]]
 
@@ -223,7 +224,8 @@ async def apply(datasette: Any, request: Any, person: str, context: dict[str, An
     except (InvalidInput, NotFound) as e:
         return await render(datasette, request, "form", {**context, "error": str(e)}, status=400)
     await datasette.track_event(MemoryCurateEvent(actor=request.actor, curation=context["curation_name"], entity=name))
-    datasette.add_message(request, curation.message(name, context["fields"], result), datasette.INFO)
+    # Datasette shows the message as plain text: the names in it carry their marks as text
+    datasette.add_message(request, stored(curation.message(name, context["fields"], result), "plain"), datasette.INFO)
     remains = result["entity"]["name"] if "entity" in result else name
     return Response.redirect(entity_path(datasette, context["project"], remains))
 

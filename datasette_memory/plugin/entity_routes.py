@@ -23,6 +23,7 @@ from .connection import call_memory, memory_database_name
 from .curation_forms import entity_path
 from .error_pages import handled
 from .graph_picture import layout
+from .stored_text import stored
 from .pages import chosen_moment, chosen_project, entity_name, respond, viewable_database, wants_json
 
 LINKED_CELLS = {"entities": ("name",), "relations": ("from_entity", "to_entity")}
@@ -113,4 +114,4 @@ def entity_cell_links(row: Any, value: Any, column: str, table: str | None, data
         return None
     if not isinstance(value, str) or "project" not in row.keys():
         return None
-    return Markup('<a href="{}">{}</a>').format(entity_path(datasette, row["project"], value), value)
+    return Markup('<a href="{}">{}</a>').format(entity_path(datasette, row["project"], value), stored(value))

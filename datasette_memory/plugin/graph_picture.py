@@ -9,13 +9,16 @@ Relations joining the same two names curve apart, each labelled along its own
 line, with an arrowhead at the end it points to. The same neighbourhood
 always gives the same picture: names are sorted and every number is rounded.
 This module only computes shapes; the template writes the SVG, so every name
-is escaped there like any other text.
+is escaped there like any other text, and shown through the ``stored`` filter:
+a label is as wide as it will be drawn, each invisible character as its mark.
 """
 
 import math
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 from typing import Any
+
+from .stored_text import stored
 
 NODE_RADIUS = {1: 8.0, 2: 6.5}
 CENTRE_HEIGHT, CENTRE_PADDING, CENTRE_CHAR_WIDTH = 24.0, 10.0, 8.0  # the centre's box, around 13px bold text
@@ -49,7 +52,7 @@ class Label:
 
     def corners(self) -> list[Point]:
         "The corners of the box the text covers, in order round it (widths are estimated)."
-        width = len(self.text) * self.size * CHAR_EM
+        width = shown_length(self.text) * self.size * CHAR_EM
         start = {"start": 0.0, "middle": -width / 2, "end": -width}[self.anchor]
         baseline = self.dy * self.size
         turn = math.radians(self.rotate)
@@ -104,6 +107,11 @@ class Picture:
     left_out: int
 
 
+def shown_length(text: str) -> int:
+    "How many characters ``text`` takes once drawn, each invisible character as its mark (``⟨U+202E⟩``)."
+    return len(stored(text, "plain"))
+
+
 def truncated(text: str, limit: int) -> str:
     "``text`` on one line, cut to ``limit`` characters with an ellipsis."
     text = " ".join(text.split())
@@ -152,7 +160,7 @@ def node_shape(node: dict[str, Any], place: Point, half: Point, label: Label) ->
 
 def centre_half(name: str) -> Point:
     "Half the width and height of the centre's box."
-    return (round(len(truncated(name, LABEL_CHARS)) * CENTRE_CHAR_WIDTH / 2 + CENTRE_PADDING, 1), CENTRE_HEIGHT / 2)
+    return (round(shown_length(truncated(name, LABEL_CHARS)) * CENTRE_CHAR_WIDTH / 2 + CENTRE_PADDING, 1), CENTRE_HEIGHT / 2)
 
 
 # Where the nodes go
@@ -246,7 +254,7 @@ def moved(point: Point, by: Point) -> Point:
 
 
 def label_width(name: str) -> float:
-    return len(truncated(name, LABEL_CHARS)) * NODE_FONT * CHAR_EM
+    return shown_length(truncated(name, LABEL_CHARS)) * NODE_FONT * CHAR_EM
 
 
 def node_label(name: str, hops: int, place: Point, angles: dict[str, float], rings: list[list[str]]) -> Label:

@@ -19,6 +19,7 @@ from ..governed.gate import Reviewer, reviewer_for_request
 from .acts import ENTRY, Act, perform
 from .connection import call_memory
 from .pages import form_fields, known_project, known_projects, path_id, render_page, viewable_database
+from .stored_text import stored
 
 
 @dataclass
@@ -94,7 +95,8 @@ async def advance(
     if rehearse:
         return await render(datasette, request, "confirm", {**context, "result": result})
     await datasette.track_event(MemoryActEvent(actor=request.actor, act=context["act_name"], target=target_name(context, result)))
-    datasette.add_message(request, what_changed(context["act_name"], result), datasette.INFO)
+    # Datasette shows the message as plain text: the statement in it carries its marks as text
+    datasette.add_message(request, stored(what_changed(context["act_name"], result), "plain"), datasette.INFO)
     return Response.redirect(result_path(datasette, context, result))
 
 
