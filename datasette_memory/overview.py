@@ -3,6 +3,7 @@
 import sqlite3
 from typing import Any
 
+from .core import evidence
 from .core.ledger import verify_chain
 from .history.replay import Project, replay
 
@@ -12,7 +13,8 @@ ENTITIES_LISTED = 100  # per project, in a past overview
 
 def overview(conn: sqlite3.Connection, check_chain: bool | None = None) -> dict[str, Any]:
     """
-    Every project with its counts (pending claims among them) and latest checkpoint, and the chain status.
+    Every project with its counts (pending claims among them) and latest checkpoint, the chain status,
+    and the file against the records beside it (``integrity``: see :func:`.core.evidence.report`).
 
     :param conn: an open connection to a memory file
     :param check_chain: walk the whole hash chain (True), or only report its head (False);
@@ -44,6 +46,7 @@ def overview(conn: sqlite3.Connection, check_chain: bool | None = None) -> dict[
     return {
         "projects": [{"project": name, **counts} for name, counts in sorted(projects.items())],
         "chain": chain_status(conn, events, check_chain),
+        "integrity": evidence.report(conn, noticed_by="the overview"),
     }
 
 
@@ -59,7 +62,7 @@ def overview_as_of(conn: sqlite3.Connection, event_id: int, check_chain: bool | 
     Every project as it was just after event ``event_id``, rebuilt from the
     ledger (one replay up to that event): its counts, pending claims, latest
     checkpoint and first :data:`ENTITIES_LISTED` entities by name. The chain's
-    status is the file's now: the past is read from it.
+    status and the integrity report are the file's now: the past is read from it.
 
     :param conn: an open connection to a memory file
     :param event_id: the moment, an event id (0 for before the first event)
@@ -69,7 +72,7 @@ def overview_as_of(conn: sqlite3.Connection, event_id: int, check_chain: bool | 
     events = dict(conn.execute("SELECT project, count(*) FROM events WHERE id <= ? GROUP BY project", [event_id]).fetchall())
     projects = [{"project": name, **project_then(state.project(name)), "events": events[name]} for name in sorted(events)]
     total = conn.execute("SELECT count(*) FROM events").fetchone()[0]
-    return {"projects": projects, "chain": chain_status(conn, total, check_chain)}
+    return {"projects": projects, "chain": chain_status(conn, total, check_chain), "integrity": evidence.report(conn, noticed_by="the overview")}
 
 
 def project_then(project: Project) -> dict[str, Any]:

@@ -241,3 +241,18 @@ def test_the_environment_variable_is_checked_the_same_way(tmp_path, monkeypatch)
     result = CliRunner().invoke(cli, ["export"])
     assert result.exit_code == 1 and "check $DATASETTE_MEMORY_DB for a typo" in result.output
     assert not (tmp_path / "typo").exists()
+
+
+def test_the_resume_context_reports_the_newest_event_deleted_with_its_trigger_dropped(built):
+    "The red team's case: the trigger dropped, the last event deleted; the window's chain still links, the witness does not agree."
+    conn = raw(built)
+    conn.execute("DROP TRIGGER events_refuse_delete")
+    top = one(conn, "SELECT max(id) FROM events")
+    conn.execute("DELETE FROM memory_event_names WHERE event_id = ?", [top])
+    conn.execute("DELETE FROM events WHERE id = ?", [top])
+    conn.close()
+    memory = Memory.open(built, project="p", config=LEXICAL)
+    chain = memory.resume_context()["chain"]
+    memory.close()
+    assert chain["ok"] is False and chain["witness"] == "shorter"
+    assert chain["summary"].startswith(f"TAMPERING SUSPECTED: shorter: the ledger ends at event {top - 1}, but the witness saw event {top}")

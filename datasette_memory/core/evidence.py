@@ -21,6 +21,7 @@ from .ledger import Caller, append_event, event_dict
 from .log_heads import as_problem
 
 PROBLEMS_LISTED = 5  # in a report: the rest are counted
+DIVERGENCES_LISTED = 100  # in a state: the newest, the rest counted
 ACKNOWLEDGE_PAGE = "/-/memory/integrity"  # where a person acknowledges, in Datasette
 
 
@@ -52,6 +53,33 @@ def report(conn: sqlite3.Connection, noticed_by: str | None = None) -> dict[str,
         "problems": problems[:PROBLEMS_LISTED],
         "problem_count": len(problems),
         "acknowledged": len(found["acknowledged"]),
+    }
+
+
+def state(conn: sqlite3.Connection) -> dict[str, Any]:
+    """
+    All a person needs to decide on an acknowledgement: the report (see :func:`report`;
+    what it finds wrong is recorded), and every divergence the witness recorded, the
+    ones waiting for a person first, each newest first.
+
+    :return: ``{report, divergences, waiting, divergences_left_out, witness_file, last_check_file, last_checked_at,
+        last_check_acknowledged}`` (the event whose acknowledgement the last check's record was taken at, if it was)
+    """
+    path = witness.database_path(conn)
+    found = report(conn, noticed_by="the integrity page")
+    recorded = [d for d in (witness.read(path) or {}).get("divergences", []) if isinstance(d, dict)] if path else []
+    waiting = [d for d in recorded if not d.get("acknowledged")]
+    ordered = waiting[::-1] + [d for d in recorded if d.get("acknowledged")][::-1]  # recorded oldest first
+    record = last_check.read(path) if path else None
+    return {
+        "report": found,
+        "divergences": ordered[:DIVERGENCES_LISTED],
+        "waiting": len(waiting),
+        "divergences_left_out": max(0, len(ordered) - DIVERGENCES_LISTED),
+        "witness_file": str(witness.witness_path(path)) if path else None,
+        "last_check_file": str(last_check.record_path(path)) if path else None,
+        "last_checked_at": (record or {}).get("verified_at"),
+        "last_check_acknowledged": (record or {}).get("acknowledged_by_event"),
     }
 
 

@@ -343,7 +343,7 @@ def acknowledgement_problems(conn: sqlite3.Connection, acknowledged: list[dict[s
     marks = sorted({(d["acknowledged"].get("event_id"), d["acknowledged"].get("hash")) for d in acknowledged}, key=str)
     for event_id, event_hash in marks:
         row = conn.execute("SELECT hash, kind FROM events WHERE id = ?", [event_id]).fetchone()
-        if row != (event_hash, ACKNOWLEDGE_KIND):
+        if row is None or (row[0], row[1]) != (event_hash, ACKNOWLEDGE_KIND):  # a tuple, or Datasette's sqlite3.Row
             problems.append(as_problem({"log": "events", "row": event_id, "hash": event_hash, "status": "diverges",
                                         "detail": f"the acknowledgement (event {event_id}) the witness recorded is not in the ledger"}, SEEN_BY))
     return problems

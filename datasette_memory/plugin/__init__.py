@@ -8,6 +8,7 @@ from .error_pages import handle_exception, register_unknown_memory_paths
 from .governance_routes import register_governance_routes
 from .governed_links import link_claim_and_fact_ids, open_claim_or_fact
 from .host_check import check_allowed_hosts, refuse_foreign_hosts
+from .integrity_routes import register_integrity_routes
 from .ledger_routes import register_ledger_routes
 from .mcp_http import check_mcp_tools, register_mcp_routes, stop_mcp
 from .overview_routes import menu_links, register_overview_routes
@@ -37,6 +38,7 @@ __all__ = [
     "register_entity_routes",
     "register_person_actions",
     "register_governance_routes",
+    "register_integrity_routes",
     "register_ledger_routes",
     "register_mcp_routes",
     "register_events",

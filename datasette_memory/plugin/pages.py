@@ -26,6 +26,7 @@ NAVIGATION = (
     ("review", "/-/memory/review", "Review"),
     ("search", "/-/memory/search", "Search"),
     ("ledger", "/-/memory/ledger", "Ledger"),
+    ("integrity", "/-/memory/integrity", "Integrity"),
 )
 
 

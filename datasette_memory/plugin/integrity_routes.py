@@ -1,0 +1,61 @@
+"""``/-/memory/integrity``: the file against the records kept beside it, and a person's acknowledgement of what they found.
+
+``GET`` shows (and ``.json`` gives) what the head witness and the last clean
+check say of the file, with every divergence the witness recorded: those
+waiting for a person first, then those acknowledged (by whom, when and why).
+A signed-in person holding ``memory-approve`` acknowledges the waiting ones
+with a reason, as the review forms do an act: posting the form
+(``step=confirm``) shows what will be acknowledged; confirming
+(``step=apply``) records it and comes back here with a message. A token
+never gets past the gate.
+"""
+
+from typing import Any
+
+from datasette import Response, hookimpl
+
+from ..core.errors import InvalidInput, MemoryStoreError
+from ..core.evidence import state
+from ..governed.gate import holds, reviewer_for_request
+from ..governed.person_actions import APPROVE_ACTION
+from .connection import call_memory
+from .error_pages import handled
+from .pages import form_fields, render_page, respond, viewable_database
+from .review_forms import MemoryActEvent
+
+
+async def integrity_page(datasette: Any, request: Any) -> Response:
+    "``/-/memory/integrity``: the report, the divergences, and the acknowledgement form for a person who may act."
+    db = await viewable_database(datasette, request)
+    data = {**(await db.execute_fn(state)), "can_acknowledge": await holds(datasette, request, APPROVE_ACTION)}
+    if request.method != "POST":
+        return await respond(datasette, request, "integrity", "memory_integrity.html", data)
+    reviewer = await reviewer_for_request(datasette, request)
+    posted = await form_fields(request)
+    step, reason = posted.get("step", "confirm"), posted.get("reason", "")
+    context = {**data, "reason": reason}
+    if step != "apply":
+        if not reason.strip():
+            return await render(datasette, request, {**context, "error": "reason: say why, for whoever reads the ledger later"}, 400)
+        return await render(datasette, request, {**context, "step": "confirm"})
+    try:
+        result = await call_memory(datasette, lambda memory: memory.acknowledge_divergences(reviewer, reason), write=True,
+                                   actor=reviewer.actor)
+    except InvalidInput as e:
+        return await render(datasette, request, {**context, "error": str(e)}, 400)
+    except MemoryStoreError as e:
+        return await render(datasette, request, {**context, "error": str(e)}, 409)
+    count = len(result["acknowledged"])
+    await datasette.track_event(MemoryActEvent(actor=request.actor, act="acknowledge", target=f"event:{result['event']['id']}"))
+    datasette.add_message(request, f"Acknowledged {count} divergence{'s' if count != 1 else ''}, recorded as ledger event "
+                          f"#{result['event']['id']}; later checks compare the file as it is now.", datasette.INFO)
+    return Response.redirect(datasette.urls.path("/-/memory/integrity"))
+
+
+async def render(datasette: Any, request: Any, context: dict[str, Any], status: int = 200) -> Response:
+    return await render_page(datasette, request, "memory_integrity.html", "integrity", context, status)
+
+
+@hookimpl(specname="register_routes")
+def register_integrity_routes(datasette: Any) -> list[tuple[str, Any]]:
+    return [(r"^/-/memory/integrity(\.(?P<format>json))?$", handled(integrity_page))]
