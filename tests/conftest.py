@@ -5,6 +5,7 @@ from datasette_memory import Config, Memory, SearchSettings, vectors
 from datasette_memory.vectors.side_file import close_side_files
 
 from .installed import CHROMIUM_FLAGS, chromium_path
+from .tampering import build, rewind
 
 
 @pytest.fixture
@@ -27,6 +28,21 @@ async def datasette(db_path):
     await datasette.invoke_startup()
     yield datasette
     await datasette.invoke_shutdown()
+
+
+@pytest.fixture
+def built(tmp_path):
+    "A memory file with a history, audit rows and a clean verify recorded (tampering.build)."
+    path = tmp_path / "memory.db"
+    build(path)
+    return path
+
+
+@pytest.fixture
+def tampered(built):
+    "The same, with its newest events deleted behind the core's back (tampering.rewind)."
+    rewind(built)
+    return built
 
 
 @pytest.fixture

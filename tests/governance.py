@@ -6,7 +6,7 @@ import concurrent.futures
 from datasette.app import Datasette
 from datasette.utils.asgi import Request
 
-from datasette_memory import Memory
+from datasette_memory import Config, Memory, SearchSettings
 from datasette_memory.governed.gate import reviewer_for_request
 from datasette_memory.governed.person_actions import APPROVE_ACTION
 
@@ -31,6 +31,27 @@ def issue_reviewer(actor_id: str = PERSON):
     # in a thread of its own, so sync tests and async ones (with a running loop) can both call this
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
         return pool.submit(asyncio.run, issue()).result()
+
+
+def store_governed(db_path, target: str = "db", observation: str = "postgres 16") -> Memory:
+    """
+    Project p: ``auth`` and ``target`` (holding ``observation``), a relation
+    between them, a pending claim (1), a rejected one (2), a fact that holds (1) and
+    an invalidated one (2). The caller closes the returned memory.
+    """
+    agent = Memory.open(db_path, project="p", actor="claude", config=Config(search=SearchSettings(semantic=False)))
+    agent.create_entities([
+        {"name": "auth", "entityType": "service", "observations": ["listens on 8443"]},
+        {"name": target, "entityType": "database", "observations": [observation]},
+    ])
+    agent.create_relations([{"from": "auth", "to": target, "relationType": "uses"}])
+    agent.governed.propose_claim("auth", "port", "8443", evidence=["config file"])
+    agent.governed.propose_claim("auth", "owner", "Dana")
+    agent.governed.reject_claim(issue_reviewer("olive"), 2, "Dana left")
+    agent.governed.record_fact(issue_reviewer("olive"), "auth", "uses", "db", "runbook")
+    agent.governed.record_fact(issue_reviewer("olive"), "auth", "region", "eu-west-1", "runbook")
+    agent.governed.invalidate_fact(issue_reviewer("olive"), 2, "moved")
+    return agent
 
 
 def ledger_length(db_path) -> int:

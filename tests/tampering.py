@@ -5,7 +5,13 @@ import pathlib
 import sqlite3
 from typing import Any
 
+from datasette_memory import Config, Memory, SearchSettings
 from datasette_memory.core.ledger import EVENT_COLUMNS, GENESIS_HASH, digest, event_hash
+from datasette_memory.history.file_check import verify_file
+from datasette_memory.sqltools import SqlTools
+
+LEXICAL = Config(search=SearchSettings(semantic=False))
+NEWEST = 5  # rewind() removes this many events from the end
 
 
 def raw(path: pathlib.Path) -> sqlite3.Connection:
@@ -50,3 +56,40 @@ def rehash_from(conn: sqlite3.Connection, first: int, **changes: Any) -> None:
             columns = [c for c in EVENT_COLUMNS if c != "id"]
             conn.execute(f"UPDATE events SET {', '.join(f'{c} = ?' for c in columns)} WHERE id = ?",
                          [event[c] for c in columns] + [event["id"]])
+
+
+def entity(name: str, *observations: str) -> dict:
+    return {"name": name, "entityType": "service", "observations": list(observations)}
+
+
+def build(path: pathlib.Path) -> None:
+    """
+    A file with an entity and its observation (events 1 and 2), a checkpoint,
+    then one entity per event, SQL audit rows, and a clean ``verify`` recorded.
+    """
+    memory = Memory.open(path, project="p", actor="claude", config=LEXICAL)
+    memory.create_entities([entity("svc-a")])
+    memory.add_observations([{"entityName": "svc-a", "contents": ["runs on port 80"]}])
+    memory.checkpoint("svc-a is up")
+    for i in range(8):
+        memory.create_entities([entity(f"svc-{i}", f"obs {i}")])
+    memory.close()
+    tools = SqlTools(path, project="p", actor="claude")
+    for i in range(3):
+        tools.read_query(f"SELECT {i}")
+    assert verify_file(path)["ok"], "the file starts clean, and its clean check is recorded"
+    assert pathlib.Path(f"{path}.verified.json").exists()
+
+
+def rewind(path: pathlib.Path) -> None:
+    "Delete the newest events and every row they made, triggers dropped and put back; the witness is kept."
+    conn = raw(path)
+    head = one(conn, "SELECT max(id) FROM events")
+    names = [row[0] for row in conn.execute("SELECT target FROM events WHERE id > ?", [head - NEWEST])]
+    with triggers_dropped(conn, "events_refuse_delete"):
+        for name in names:
+            conn.execute("DELETE FROM observations WHERE entity_id = (SELECT id FROM entities WHERE name = ?)", [name])
+            conn.execute("DELETE FROM entities WHERE name = ?", [name])
+        conn.execute("DELETE FROM memory_event_names WHERE event_id > ?", [head - NEWEST])
+        conn.execute("DELETE FROM events WHERE id > ?", [head - NEWEST])
+    conn.close()

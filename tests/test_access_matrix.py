@@ -10,10 +10,10 @@ import re
 import pytest
 from datasette.app import Datasette
 
-from datasette_memory import Config, Memory, SearchSettings
+from datasette_memory import Config, SearchSettings
 from datasette_memory.cli.serve import People, serve_config
 
-from .governance import as_actor, issue_reviewer, ledger_length
+from .governance import as_actor, ledger_length, store_governed
 
 MEMORY_FORM = re.compile(r'<form class="core( memory-form)?" method="post">')  # a memory act's form, not Datasette's log-out button
 SAME_SITE = {"Sec-Fetch-Site": "same-origin"}
@@ -55,20 +55,9 @@ CURATE_FORMS = [
 
 
 @pytest.fixture
-def stored(db_path, lexical):
+def stored(db_path):
     "Project p: two entities and a relation, a pending claim (1), a rejected one (2), a fact that holds (1), an invalidated one (2)."
-    agent = Memory.open(db_path, project="p", actor="claude", config=lexical)
-    agent.create_entities([
-        {"name": "auth", "entityType": "service", "observations": ["listens on 8443"]},
-        {"name": "db", "entityType": "database", "observations": ["postgres 16"]},
-    ])
-    agent.create_relations([{"from": "auth", "to": "db", "relationType": "uses"}])
-    agent.governed.propose_claim("auth", "port", "8443", evidence=["config file"])
-    agent.governed.propose_claim("auth", "owner", "Dana")
-    agent.governed.reject_claim(issue_reviewer("olive"), 2, "Dana left")
-    agent.governed.record_fact(issue_reviewer("olive"), "auth", "uses", "db", "runbook")
-    agent.governed.record_fact(issue_reviewer("olive"), "auth", "region", "eu-west-1", "runbook")
-    agent.governed.invalidate_fact(issue_reviewer("olive"), 2, "moved")
+    agent = store_governed(db_path)
     yield agent
     agent.close()
 

@@ -12,23 +12,9 @@ from datasette_memory.history.file_check import verify_file
 
 from .governance import as_actor, ledger_length
 from .serving import screenshot, serving
-from .test_tamper_evidence import build, rewind
 
 SAME_SITE = {"Sec-Fetch-Site": "same-origin"}
 PAGE = "/-/memory/integrity"
-
-
-@pytest.fixture
-def built(tmp_path):
-    path = tmp_path / "memory.db"
-    build(path)
-    return path
-
-
-@pytest.fixture
-def tampered(built):
-    rewind(built)
-    return built
 
 
 async def served(path) -> Datasette:

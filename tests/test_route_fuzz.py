@@ -8,7 +8,6 @@ and a page with the memory navigation where a person did.
 import asyncio
 import hashlib
 import json
-import re
 from urllib.parse import quote
 
 import pytest
@@ -16,10 +15,10 @@ from datasette.app import Datasette
 from datasette.plugins import pm
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from datasette_memory import Config, Memory, SearchSettings
+from datasette_memory import Config, SearchSettings
 from datasette_memory.cli.serve import People, serve_config
 
-from .governance import issue_reviewer
+from .governance import store_governed
 
 PEOPLE = People("olive", approvers=("olive",), curators=("olive",))
 ACTORS = ("anonymous", "person", "token")
@@ -154,20 +153,8 @@ def check(path, request, response):
 
 
 def store(db_path):
-    "Two projects; entities with awkward names, a pending and a rejected claim, a fact that holds and one that ended."
-    agent = Memory.open(db_path, project="p", actor="claude", config=Config(search=SearchSettings(semantic=False)))
-    agent.create_entities([
-        {"name": "auth", "entityType": "service", "observations": ["listens on 8443"]},
-        {"name": "a/b \u202e?&", "entityType": "odd", "observations": ["x\u200by"]},
-    ])
-    agent.create_relations([{"from": "auth", "to": "a/b \u202e?&", "relationType": "uses"}])
-    agent.governed.propose_claim("auth", "port", "8443", evidence=["config file"])
-    agent.governed.propose_claim("auth", "owner", "Dana")
-    agent.governed.reject_claim(issue_reviewer("olive"), 2, "Dana left")
-    agent.governed.record_fact(issue_reviewer("olive"), "auth", "uses", "db", "runbook")
-    agent.governed.record_fact(issue_reviewer("olive"), "auth", "region", "eu-west-1", "runbook")
-    agent.governed.invalidate_fact(issue_reviewer("olive"), 2, "moved")
-    agent.close()
+    "Two entities, one with an awkward name (a slash, a bidi control, query characters), and the governed tier of :func:`store_governed`."
+    store_governed(db_path, target="a/b \u202e?&", observation="x\u200by").close()
 
 
 @pytest.fixture

@@ -12,7 +12,6 @@ person acknowledges it with a reason.
 import json
 import os
 import pathlib
-import sqlite3
 import sys
 
 import httpx2
@@ -22,7 +21,7 @@ from datasette.app import Datasette
 from fastmcp import Client
 from fastmcp.client.transports import StdioTransport, StreamableHttpTransport
 
-from datasette_memory import Config, Memory, SearchSettings
+from datasette_memory import Memory
 from datasette_memory.cli import cli
 from datasette_memory.core import witness
 from datasette_memory.core.migrations import AUDIT_HASHED
@@ -30,52 +29,13 @@ from datasette_memory.core.ledger import chained_hash
 from datasette_memory.history.file_check import verify_file
 from datasette_memory.sqltools import SqlTools
 
-from .tampering import one, raw, rehash_from, triggers_dropped
+from .tampering import LEXICAL, NEWEST, build, entity, one, raw, rehash_from, rewind, triggers_dropped
 
-LEXICAL = Config(search=SearchSettings(semantic=False))
 WRITERS = {"permissions": {"memory-curate": {"id": ["carol"]}}, "plugins": {"datasette-memory": {"mcp_tools": "all"}}}
 SAME_SITE = {"Sec-Fetch-Site": "same-origin"}
-NEWEST = 5  # the rewinds remove this many events from the end
 
 
-def entity(name: str, *observations: str) -> dict:
-    return {"name": name, "entityType": "service", "observations": list(observations)}
-
-
-def build(path: pathlib.Path) -> None:
-    """
-    A file with an entity and its observation (events 1 and 2), a checkpoint,
-    then one entity per event, SQL audit rows, and a clean ``verify`` recorded.
-    """
-    memory = Memory.open(path, project="p", actor="claude", config=LEXICAL)
-    memory.create_entities([entity("svc-a")])
-    memory.add_observations([{"entityName": "svc-a", "contents": ["runs on port 80"]}])
-    memory.checkpoint("svc-a is up")
-    for i in range(8):
-        memory.create_entities([entity(f"svc-{i}", f"obs {i}")])
-    memory.close()
-    tools = SqlTools(path, project="p", actor="claude")
-    for i in range(3):
-        tools.read_query(f"SELECT {i}")
-    assert verify_file(path)["ok"], "the file starts clean, and its clean check is recorded"
-    assert pathlib.Path(f"{path}.verified.json").exists()
-
-
-# Four ways to undo the promise, each consistent enough that only the records beside the file can tell
-
-
-def rewind(path: pathlib.Path) -> None:
-    "Delete the newest events and every row they made, triggers dropped and put back; the witness is kept."
-    conn = raw(path)
-    head = one(conn, "SELECT max(id) FROM events")
-    names = [row[0] for row in conn.execute("SELECT target FROM events WHERE id > ?", [head - NEWEST])]
-    with triggers_dropped(conn, "events_refuse_delete"):
-        for name in names:
-            conn.execute("DELETE FROM observations WHERE entity_id = (SELECT id FROM entities WHERE name = ?)", [name])
-            conn.execute("DELETE FROM entities WHERE name = ?", [name])
-        conn.execute("DELETE FROM memory_event_names WHERE event_id > ?", [head - NEWEST])
-        conn.execute("DELETE FROM events WHERE id > ?", [head - NEWEST])
-    conn.close()
+# Four ways to undo the promise, each consistent enough that only the records beside the file can tell (rewind is tampering.py's)
 
 
 def rewrite(path: pathlib.Path) -> None:

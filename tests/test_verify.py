@@ -2,7 +2,6 @@
 deleted from behind the core's back, the ledger rewritten, pages corrupted, and
 clean files of every kind that must pass."""
 
-import contextlib
 import hashlib
 import json
 import os
@@ -19,7 +18,7 @@ from click.testing import CliRunner
 
 from datasette_memory import Config, Memory, SearchSettings
 from datasette_memory.cli import cli
-from datasette_memory.core.ledger import EVENT_COLUMNS, GENESIS_HASH, digest, event_hash
+from datasette_memory.core.ledger import EVENT_COLUMNS
 from datasette_memory.core.witness import witness_path
 from datasette_memory.history.file_check import CannotVerify, open_read_only, verify_file
 from datasette_memory.sqltools import SqlRefused, SqlTools

@@ -20,24 +20,10 @@ from datasette_memory.history.replay import HANDLERS
 
 from .governance import issue_reviewer
 from .serving import serving
-from .tampering import one, raw, triggers_dropped
-from .test_tamper_evidence import NEWEST, build, rewind
+from .tampering import NEWEST, one, raw, triggers_dropped
 
 LEXICAL = Config(search=SearchSettings(semantic=False))
 ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "DATASETTE_MEMORY_NO_VECTORS": "1"}
-
-
-@pytest.fixture
-def built(tmp_path):
-    path = tmp_path / "memory.db"
-    build(path)
-    return path
-
-
-@pytest.fixture
-def tampered(built):
-    rewind(built)
-    return built
 
 
 def mcp_start(path: pathlib.Path, *args: str) -> list[str]:

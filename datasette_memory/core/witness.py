@@ -11,8 +11,8 @@ What the witness records only extends. Right after each such commit, the
 committing connection looks the heads the witness holds up in the file (one
 indexed lookup per log, on a connection that is already open): the same id
 must still hold the same hash. If not, the log was rewound or rewritten behind
-the witness's back; the writer thread leaves that head where it was and records
-the divergence, which stays in the witness (never overwritten or dropped) and makes
+the witness's back; that head stays where it was and the divergence is
+recorded, which stays in the witness (never overwritten or dropped) and makes
 every later check fail until a person acknowledges it with a reason
 (:func:`acknowledge`, through Datasette; the ledger records the act). So no
 later ordinary write can make a tampered file look clean again.
@@ -25,19 +25,23 @@ written without fsync) only makes checks report less, never a false break: a
 witness behind the head is normal. Divergences and acknowledgements are written
 with fsync.
 
-Writers of one file in several processes take turns through an advisory lock
-on ``memory.db.side-files.lock``, so none overwrites what another recorded.
+Each process keeps the witness as its own commits extended it (written or
+not yet), so a commit is compared with the newest heads the process knows of.
+The writer thread writes it only over the witness it grew from; if another
+process (or ``verify``, or a person's acknowledgement) wrote the side file
+meanwhile, it keeps that one's heads, adds its own divergences, and the next
+commit compares with the merged witness. Writers of one file in several
+processes take turns through an advisory lock on ``memory.db.side-files.lock``,
+so none overwrites what another recorded.
 """
 
 import atexit
 import contextlib
 import json
-import os
 import pathlib
 import sqlite3
 import threading
 import time
-from dataclasses import dataclass, field
 from typing import Any
 
 from . import last_check
@@ -51,40 +55,20 @@ SEEN_BY = "the witness"
 ACKNOWLEDGE_KIND = "acknowledge_divergence"  # the ledger event of a person's acknowledgement
 
 
-@dataclass
-class Pending:
-    """
-    What a file's writer thread has to write: the newest heads this process
-    committed, and what the newest commit found when it compared the file with
-    the witness as it was then (``seen``).
-
-    :param heads: the newest heads committed (``event_id``, ``hash``, ``audit_row``, ``audit_hash``)
-    :param machine: the file's machine id, if an event was committed (only an event starts a witness)
-    :param seen: the witness the newest commit compared the file with, or None if there was none
-    :param outcomes: that comparison (of :func:`.log_heads.against`); with no witness, the last clean check's
-    :param broken: every comparison of these commits that did not agree, to record
-    """
-
-    heads: dict[str, Any]
-    machine: str | None
-    seen: dict[str, Any] | None
-    outcomes: list[dict[str, Any]]
-    broken: list[dict[str, Any]] = field(default_factory=list)
-
-
 # Connections (by id) that appended to a log in their open transaction: the
 # newest row each appended ({heads}), and the file's machine id if it appended an event
 _appended: dict[int, tuple[dict[str, Any], str | None]] = {}
-# What the writer thread has to write, by file path
-_pending: dict[str, Pending] = {}
-_pending_changed = threading.Condition()
+# By file path: the witness as this process's commits extended it, written or not; the side file's
+# witness it grew from (as this process last read or wrote it); and the files it has yet to write
+_projected: dict[str, dict[str, Any]] = {}
+_grown_from: dict[str, dict[str, Any] | None] = {}
+_unwritten: set[str] = set()
+_changed = threading.Condition()
 _writing = 0
 _writer: threading.Thread | None = None
 # the writer's pause between two writes, so a stream of small commits shares
 # one write per pause instead of one each
 PAUSE_SECONDS = 0.01
-# the witness each file's side file held when last read, by path: ((inode, mtime, size), witness)
-_read_cache: dict[str, tuple[tuple[int, int, int], dict[str, Any] | None]] = {}
 
 
 def appended(conn: sqlite3.Connection, log: str, row_id: int, row_hash: str, machine: str | None = None) -> None:
@@ -102,12 +86,12 @@ def appended(conn: sqlite3.Connection, log: str, row_id: int, row_hash: str, mac
 
 def committed(conn: sqlite3.Connection) -> None:
     """
-    After ``conn`` committed: compare the file with its witness (a few indexed
-    lookups on ``conn``) and hand the heads it appended, with what the comparison
-    found, to the writer thread, which writes the witness in the background (the
-    newest heads of each file, so a burst of commits costs one write); :func:`flush`
-    waits for it. Audit rows alone move a witness on but do not start one: a
-    file's witness starts with its first event.
+    After ``conn`` committed: compare the file with the newest witness this
+    process knows of (a few indexed lookups on ``conn``), extend it with the heads
+    ``conn`` appended or record what no longer agrees, and leave it to the writer
+    thread, which writes it in the background (a burst of commits costs one
+    write); :func:`flush` waits for it. Audit rows alone move a witness on but do
+    not start one: a file's witness starts with its first event.
     """
     appended_heads = _appended.pop(id(conn), None)
     if appended_heads is None:
@@ -116,22 +100,43 @@ def committed(conn: sqlite3.Connection) -> None:
     if not path:
         return
     heads, machine = appended_heads
-    seen = cached_read(path)
-    try:
-        outcomes = against(conn, seen, SEEN_BY) if seen else last_check.compare(conn, path)
-    except sqlite3.Error:
-        return  # the write stands; the witness catches up with a later one
-    broken = [outcome for outcome in outcomes if outcome["status"] != "agrees"]
     global _writer
-    with _pending_changed:
-        waiting = _pending.get(path)
-        merged = newest(waiting.heads, heads) if waiting else heads
-        _pending[path] = Pending(merged, machine or (waiting.machine if waiting else None), seen, outcomes,
-                                 (waiting.broken if waiting else []) + broken)
+    with _changed:
+        try:
+            extended = project(conn, path, heads, machine)
+        except sqlite3.Error:
+            return  # the write stands; the witness catches up with a later one
+        if extended is None:
+            return
+        _projected[path] = extended
+        _unwritten.add(path)
         if _writer is None or not _writer.is_alive():
             _writer = threading.Thread(target=write_pending, name="datasette-memory witness", daemon=True)
             _writer.start()
-        _pending_changed.notify_all()
+        _changed.notify_all()
+
+
+def project(conn: sqlite3.Connection, path: str, heads: dict[str, Any], machine: str | None) -> dict[str, Any] | None:
+    """
+    The witness of ``path`` extended with ``heads`` just committed on ``conn``:
+    the one this process projected, else the side file's. Without either, a
+    witness starts (only with an event) after comparing the file with the last
+    clean check's record. None if there is nothing to start.
+    """
+    if path not in _projected:
+        on_file = _grown_from[path] = read(path)
+        if on_file is not None:
+            _projected[path] = on_file
+    seen = _projected.get(path)
+    if seen is not None:
+        return extend(conn, seen, heads, "a write")
+    if machine is None:
+        return None
+    started = {"format": FORMAT, "machine": machine, **newest(heads), "divergences": []}
+    for outcome in last_check.compare(conn, path):
+        if outcome["status"] != "agrees":
+            add_divergence(started, outcome, "a write")
+    return started
 
 
 def newest(*all_heads: dict[str, Any]) -> dict[str, Any]:
@@ -185,94 +190,115 @@ def unacknowledged(witness: dict[str, Any] | None) -> list[dict[str, Any]]:
     return [d for d in (witness or {}).get("divergences", []) if isinstance(d, dict) and not d.get("acknowledged")]
 
 
-def cached_read(path: str) -> dict[str, Any] | None:
-    "The witness of the file at ``path`` (not to be changed), parsed again only when its side file changed (each write replaces it)."
-    try:
-        stat = os.stat(witness_path(path))
-    except OSError:
-        return None
-    key = (stat.st_ino, stat.st_mtime_ns, stat.st_size)
-    cached = _read_cache.get(path)
-    if cached is None or cached[0] != key:
-        cached = _read_cache[path] = (key, read(path))
-    return cached[1]
-
-
 def write_pending() -> None:
-    "The writer thread: write each file's pending witness, then pause, for as long as the process runs."
+    "The writer thread: write each file's projected witness, then pause, for as long as the process runs."
     global _writing
     while True:
-        with _pending_changed:
-            while not _pending:
-                _pending_changed.wait()
-            path, pending = _pending.popitem()
+        with _changed:
+            while not _unwritten:
+                _changed.wait()
+            path = _unwritten.pop()
+            projected, grown_from = _projected[path], _grown_from.get(path)
             _writing += 1
         try:
-            write(path, pending)
+            written = write(path, projected, grown_from)
         finally:
-            with _pending_changed:
+            with _changed:
                 _writing -= 1
-                _pending_changed.notify_all()
+                if written is not None:
+                    settle(path, projected, written)
+                _changed.notify_all()
         time.sleep(PAUSE_SECONDS)
 
 
 def flush(timeout: float | None = 10.0) -> bool:
     """
-    Wait until every head handed to the writer thread is written.
+    Wait until the witness holds every head this process committed.
 
     :return: False if ``timeout`` seconds passed first
     """
-    with _pending_changed:
-        return _pending_changed.wait_for(lambda: not _pending and not _writing, timeout)
+    with _changed:
+        return _changed.wait_for(lambda: not _unwritten and not _writing, timeout)
 
 
 atexit.register(flush)
 
 
-def write(path: str, pending: Pending) -> None:
+def write(path: str, projected: dict[str, Any], grown_from: dict[str, Any] | None) -> dict[str, Any] | None:
     """
-    Extend the witness of the file at ``path`` with ``pending``: each log's head
-    moves on only if the commit found the head the witness held still in the file;
-    what it found otherwise is recorded and the head stays. If the witness changed
-    since that comparison (another process wrote it), only the divergences are
-    recorded: a later commit compares with the new one. Without a witness yet,
-    only an event's heads (which carry the machine id) start one, with what the
-    comparison with the last clean check found. A folder that cannot take the
+    Write ``projected`` as the witness of the file at ``path``, if the side file
+    still holds the witness it grew from (or none: one removed meanwhile is
+    written again). If another process, ``verify`` or an acknowledgement wrote it
+    since, keep what they wrote and add the divergences ``projected`` recorded:
+    its heads were checked against another witness. A folder that cannot take the
     side file (read-only, full) loses the witness write, never the committed write.
+
+    :return: the witness the side file holds now, or None if it could not be written
     """
-    with contextlib.suppress(OSError), locked(last_check.lock_path(path)):
-        current = read(path)
-        if current is None and pending.seen is None:
-            if pending.machine is not None:
-                started = {"format": FORMAT, "machine": pending.machine, **newest(pending.heads), "divergences": []}
-                recorded = [add_divergence(started, outcome, "a write") for outcome in pending.broken]
-                save(path, started, durable=any(recorded))
-            return
-        if current is None:
-            return  # the witness was removed since the commit looked: the next commit starts one
-        extended = {**current, "format": FORMAT, "divergences": list(current["divergences"])}
-        recorded = [add_divergence(extended, outcome, "a write") for outcome in pending.broken]
-        if same_heads(current, pending.seen):
-            move_heads(extended, pending)
-        if extended != current:
-            save(path, extended, durable=any(recorded))
+    try:
+        with locked(last_check.lock_path(path)):
+            current = read(path)
+            written = projected if current is None or current == grown_from else with_divergences(current, projected)
+            if written != current:
+                added = len(written["divergences"]) != len((current or {}).get("divergences", []))
+                save(path, written, durable=added)
+            return written
+    except OSError:
+        return None
 
 
-def same_heads(witness: dict[str, Any], seen: dict[str, Any] | None) -> bool:
-    "Whether ``witness`` holds the heads ``seen`` held (the commit compared the file with the witness as it is)."
-    keys = [key for id_key, hash_key, _ in LOGS.values() for key in (id_key, hash_key)] + ["machine"]
-    return seen is not None and all(witness.get(key) == seen.get(key) for key in keys)
+def settle(path: str, projected: dict[str, Any], written: dict[str, Any]) -> None:
+    """
+    After the writer wrote ``written`` for ``projected``: commits since extended a
+    projection that grew from what is now written, unless another writer's witness
+    was merged in, whose heads they were never compared with: then only their
+    divergences carry over, and the next commit compares with the merged witness.
+    """
+    _grown_from[path] = written
+    newer = _projected.get(path)
+    if written is projected or newer is None:  # None: an acknowledgement since; the next commit reads the side file
+        return
+    _projected[path] = written if newer is projected else with_divergences(written, newer)
+    if _projected[path] != written:
+        _unwritten.add(path)
 
 
-def move_heads(witness: dict[str, Any], pending: Pending) -> None:
-    "Move each log's head in ``witness`` on to the committed one, where the commit found the witnessed head in the file."
-    agreeing = {outcome["log"] for outcome in pending.outcomes if outcome["status"] == "agrees"}
+def with_divergences(witness: dict[str, Any], other: dict[str, Any]) -> dict[str, Any]:
+    "``witness`` with each divergence ``other`` recorded that it does not hold (by the head it names)."
+    merged = {**witness, "format": FORMAT, "divergences": list(witness.get("divergences", []))}
+    held = {divergence_key(d) for d in merged["divergences"]}
+    merged["divergences"] += [d for d in other.get("divergences", []) if divergence_key(d) not in held]
+    return merged
+
+
+def divergence_key(divergence: dict[str, Any]) -> tuple[Any, Any, Any]:
+    "What a divergence is of: the log, and the row and hash a record saw there."
+    return divergence.get("log"), divergence.get("row"), divergence.get("hash")
+
+
+def extend(conn: sqlite3.Connection, seen: dict[str, Any], heads: dict[str, Any], noticed_by: str) -> dict[str, Any]:
+    """
+    ``seen`` (a witness) with each log's head moved on to ``heads`` where the
+    head ``seen`` holds is still in the file behind ``conn``; where it is not, the
+    head stays and the divergence is added (once). A log ``seen`` holds no head of
+    takes ``heads``' own.
+
+    :param heads: the newest heads a writer appended (``event_id``, ``hash``, ``audit_row``, ``audit_hash``)
+    :param noticed_by: what found a divergence, as the record names it
+    """
+    extended = {**seen, "format": FORMAT, "divergences": list(seen["divergences"])}
+    agreeing = set()
+    for outcome in against(conn, seen, SEEN_BY):
+        if outcome["status"] == "agrees":
+            agreeing.add(outcome["log"])
+        else:
+            add_divergence(extended, outcome, noticed_by)
     for log, (id_key, hash_key, _) in LOGS.items():
-        committed_id = pending.heads.get(id_key)
-        if not isinstance(committed_id, int):
-            continue
-        if not isinstance(witness.get(id_key), int) or (log in agreeing and committed_id >= witness[id_key]):
-            witness[id_key], witness[hash_key] = committed_id, pending.heads[hash_key]
+        committed_id = heads.get(id_key)
+        fresh = not isinstance(seen.get(id_key), int)
+        if isinstance(committed_id, int) and (fresh or (log in agreeing and committed_id >= seen[id_key])):
+            extended[id_key], extended[hash_key] = committed_id, heads[hash_key]
+    return extended
 
 
 def add_divergence(witness: dict[str, Any], outcome: dict[str, Any], noticed_by: str) -> bool:
@@ -285,8 +311,7 @@ def add_divergence(witness: dict[str, Any], outcome: dict[str, Any], noticed_by:
 
     :return: whether it was added
     """
-    key = (outcome["log"], outcome["row"], outcome["hash"])
-    if any(isinstance(d, dict) and (d.get("log"), d.get("row"), d.get("hash")) == key for d in witness["divergences"]):
+    if any(isinstance(d, dict) and divergence_key(d) == divergence_key(outcome) for d in witness["divergences"]):
         return False
     witness["divergences"].append({
         "log": outcome["log"], "row": outcome["row"], "hash": outcome["hash"], "status": outcome["status"],
@@ -388,6 +413,8 @@ def acknowledge(
         records = [{**d, "acknowledged": marked} if d in acknowledged else d for d in seen["divergences"]]
         save(memory_path, {**seen, "format": FORMAT, "machine": file_machine(conn), **current_heads(conn),
                            "divergences": records}, durable=True)
+    with _changed:  # this process's next commit starts from the witness as acknowledged
+        _projected.pop(str(memory_path), None)
     return acknowledged
 
 

@@ -20,7 +20,7 @@ from ..governed.gate import holds, reviewer_for_request
 from ..governed.person_actions import APPROVE_ACTION
 from .connection import call_memory
 from .error_pages import handled
-from .pages import form_fields, render_page, respond, viewable_database
+from .pages import form_fields, render_page, respond, viewable_database, wants_json
 from .review_forms import MemoryActEvent
 
 
@@ -30,6 +30,9 @@ async def integrity_page(datasette: Any, request: Any) -> Response:
     data = {**(await db.execute_fn(state)), "can_acknowledge": await holds(datasette, request, APPROVE_ACTION)}
     if request.method != "POST":
         return await respond(datasette, request, "integrity", "memory_integrity.html", data)
+    if wants_json(request):
+        raise InvalidInput("a divergence is acknowledged by a person on the page's form: POST /-/memory/integrity, "
+                           "signed in to Datasette; the JSON twin only reads")
     reviewer = await reviewer_for_request(datasette, request)
     posted = await form_fields(request)
     step, reason = posted.get("step", "confirm"), posted.get("reason", "")
