@@ -119,3 +119,16 @@ SELECT name FROM projects WHERE name IS NOT NULL
 def project_names(conn: sqlite3.Connection) -> list[str]:
     "Every project that has stored anything, by name."
     return [name for (name,) in conn.execute(PROJECTS)]
+
+
+def projects_holding_memory(conn: sqlite3.Connection) -> list[tuple[str, int, int]]:
+    """
+    Every project holding entities or facts, as ``(project, entities, facts)``, the largest first.
+    Events alone (a session's start, an agent's activity) are not memory.
+
+    :param conn: an open connection to a memory file
+    """
+    entities = dict(conn.execute("SELECT project, entities FROM memory_project_sizes WHERE entities > 0"))
+    facts = dict(conn.execute("SELECT project, count(*) FROM facts GROUP BY project"))
+    sizes = [(name, entities.get(name, 0), facts.get(name, 0)) for name in set(entities) | set(facts)]
+    return sorted(sizes, key=lambda size: (-size[1], -size[2], size[0]))

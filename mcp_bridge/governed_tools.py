@@ -71,7 +71,10 @@ async def propose_claim(
 @bridge_tool("List Claims", READ_ONLY)
 async def list_claims(
     bridge: Bridge,
-    status: Annotated[Literal["candidate", "approved", "rejected"] | None, Field(description="Only claims with this status")] = None,
+    status: Annotated[
+        Literal["pending", "candidate", "approved", "rejected"] | None,
+        Field(description="Only claims with this status: pending (waiting for a person; candidate is its other name), approved or rejected"),
+    ] = None,
     limit: Annotated[int, Field(description="Most claims to return, 1 to 1000")] = 100,
     project: Project = None,
 ) -> ToolResult:

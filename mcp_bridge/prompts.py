@@ -146,7 +146,7 @@ async def review_status(
     "How much of memory waits for a person: pending claims, contradictions, stale entities."
     days = whole_number(stale_days, "stale_days", STALE_DAYS)
     counts = await bridge.read(project, lambda memory: memory.governed.review_status(days))
-    listing = " To list the pending claims, call list_claims with status candidate." if "list_claims" in offered else ""
+    listing = " To list the pending claims, call list_claims with status pending." if "list_claims" in offered else ""
     return PromptResult(
         f"Memory's review status for project {counts['project']!r}:\n"
         f"- {counts['pending_claims']} claims wait for a person's review; {counts['contradicted_claims']} of them contradict "

@@ -191,8 +191,9 @@ def test_list_claims_by_status(agent, person, reviewer):
     assert [c["id"] for c in agent.governed.list_claims("candidate")] == [ids[2]]
     assert [c["id"] for c in agent.governed.list_claims("rejected")] == [ids[1]]
     assert [c["id"] for c in agent.governed.list_claims(limit=1)] == [ids[0]]
-    with pytest.raises(InvalidInput, match="status: must be one of candidate, approved, rejected"):
-        agent.governed.list_claims("pending")
+    assert agent.governed.list_claims("pending") == agent.governed.list_claims("candidate")
+    with pytest.raises(InvalidInput, match=r"status: must be one of pending \(also called candidate\), approved or rejected"):
+        agent.governed.list_claims("waiting")
 
 
 def test_no_automatic_promotion(agent):

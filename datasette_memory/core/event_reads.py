@@ -37,7 +37,8 @@ def event_of_kind(
 
 
 def count_after(
-    conn: sqlite3.Connection, project: str, after_id: int, skip_kinds: tuple[str, ...] = (), cap: int = COUNT_CAP
+    conn: sqlite3.Connection, project: str, after_id: int, skip_kinds: tuple[str, ...] = (), cap: int = COUNT_CAP,
+    in_sessions_only: bool = False,
 ) -> int:
     """
     How many events ``project`` recorded after event ``after_id``, leaving out ``skip_kinds``, counted up to ``cap``.
@@ -47,9 +48,12 @@ def count_after(
     :param after_id: count the events after this one (0 for all)
     :param skip_kinds: kinds not counted
     :param cap: stop counting here
+    :param in_sessions_only: count only events recorded in a session (an agent's: its MCP server's or its
+        hooks'), leaving out what a person did in Datasette or a command run by hand, which have none
     """
     skipped = list(dict.fromkeys(skip_kinds))
     kept = f" AND kind NOT IN ({', '.join('?' for _ in skipped)})" if skipped else ""
+    kept += " AND session IS NOT NULL" if in_sessions_only else ""
     return int(conn.execute(
         f"SELECT count(*) FROM (SELECT 1 FROM events WHERE project = ? AND id > ?{kept} ORDER BY id DESC LIMIT ?)",
         [project, after_id, *skipped, cap],

@@ -22,6 +22,8 @@ CLAIM_COLUMNS = (
     "confidence", "status", "proposed_by", "proposed_at", "fact_id",
 )
 STATUSES = ("candidate", "approved", "rejected")
+# the words people use for a status: the pages and the README call a candidate "pending"
+STATUS_NAMES = {**{status: status for status in STATUSES}, "pending": "candidate"}
 MAX_EVIDENCE_ITEMS = 100
 
 
@@ -221,17 +223,26 @@ def list_claims(conn: sqlite3.Connection, project: str, status: Any = None, limi
     """
     Claims of ``project``, oldest first, with evidence and reviews.
 
-    :param status: ``candidate``, ``approved`` or ``rejected``; None for all
+    :param status: ``candidate`` (or ``pending``, its other name), ``approved`` or ``rejected``; None for all
     :param limit: most claims to return
     """
-    if status is not None and status not in STATUSES:
-        raise InvalidInput(f"status: must be one of {', '.join(STATUSES)}, got {status!r}")
+    if status is not None:
+        status = claim_status(status)
     rows = conn.execute(
         f"SELECT {', '.join(CLAIM_COLUMNS)} FROM claims WHERE project = ? AND (? IS NULL OR status = ?) "
         "ORDER BY id LIMIT ?",
         [project, status, status, limit],
     ).fetchall()
     return [claim_dict(conn, dict(zip(CLAIM_COLUMNS, row))) for row in rows]
+
+
+def claim_status(name: Any) -> str:
+    "The status ``name`` means (``pending`` is a ``candidate``), or an error listing the names."
+    if not isinstance(name, str) or name not in STATUS_NAMES:
+        raise InvalidInput(
+            f"status: must be one of pending (also called candidate), approved or rejected, got {str(name)[:60]!r}"
+        )
+    return STATUS_NAMES[name]
 
 
 def review(

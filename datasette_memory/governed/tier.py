@@ -71,7 +71,7 @@ class GovernedTier:
         """
         The project's claims, oldest first, with evidence and reviews.
 
-        :param status: ``candidate``, ``approved`` or ``rejected``; None for all
+        :param status: ``pending`` (or ``candidate``, the same), ``approved`` or ``rejected``; None for all
         :param limit: most claims to return, 1 to 1000
         """
         return claims.list_claims(self.scope.conn, self.scope.project, status, check_limit(limit, "limit", 1, 1000))

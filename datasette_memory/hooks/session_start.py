@@ -1,7 +1,10 @@
 """The context a session starts from (SessionStart: startup, resume, clear and compact alike).
 
-Within the byte budget, in this order, each part kept to its share so one long
-part cannot crowd out the rest: the latest checkpoint's summary; the last
+It names the project and the rule that chose it, and the other projects in
+the file that hold memory, with how to switch to one (memory written under
+another name would otherwise look empty). Then, within the byte budget, in this
+order, each part kept to its share so one long part cannot crowd out the rest:
+the latest checkpoint's summary; the last
 sessions' activity (:mod:`.activity`); the facts that hold now; how many claims
 wait for a person's review; the events since the checkpoint (newest kept, the
 hooks' own bookkeeping left out). The last line says what the budget left out.
@@ -11,6 +14,7 @@ can be tied to the session (see :mod:`.stop`).
 """
 
 import json
+import pathlib
 from typing import Any
 
 from ..core import timeline
@@ -19,7 +23,7 @@ from ..memory import Memory
 from . import activity
 from .credentials import left_out
 from .payloads import SESSION_START as EVENT, SOURCES, Payload
-from .project import ProjectChoice
+from .project import MARKER, ProjectChoice, nearest
 from .shape import SESSION_START_BUDGET, UNTRUSTED, Context, one_line, quoted
 
 DEFAULT_BUDGET = SESSION_START_BUDGET
@@ -28,6 +32,7 @@ RESERVE = 200  # bytes kept for the line saying what was left out
 # each part's most share of the budget, in the order the parts are added
 SHARES = {"checkpoint": 0.35, "activity": 0.25, "facts": 0.2, "events": 1.0}
 MAX_LINE_CHARS = 300
+OTHER_PROJECTS_NAMED = 8
 
 
 def record_start(memory: Memory, payload: Payload, choice: ProjectChoice) -> list[str]:
@@ -58,6 +63,10 @@ def session_context(memory: Memory, payload: Payload, choice: ProjectChoice, bud
     context = Context(EVENT, budget, reserve=RESERVE)
     started = f"session {payload.source}" if payload.source in SOURCES else "session start"  # no other text is echoed
     context.add_cut(f"# datasette-memory, {started}: project {json.dumps(choice.project, ensure_ascii=False)}, chosen by {choice.rule}")
+    sizes = project_sizes(memory)
+    others = [(name, counts) for name, counts in sizes.items() if name != choice.project]
+    if others:
+        context.add_cut(other_projects_line(choice.project, choice.project in sizes, others, switch_folder(payload.cwd)))
     context.add(UNTRUSTED)
     resume = memory.resume_context(max_events=MAX_EVENTS, budget=200_000, skip_kinds=HOOK_KINDS)
     left_out = {}
@@ -73,6 +82,43 @@ def session_context(memory: Memory, payload: Payload, choice: ProjectChoice, bud
     left_out["events"] = add_part(context, "events", [events_heading(resume)] + events if events else [], heading_lines=1)
     left_out["events"] += resume["accounting"]["events_since_checkpoint"] - len(resume["events"])
     return context.finish(left_out_line(left_out, budget))
+
+
+def project_sizes(memory: Memory) -> dict[str, dict[str, int]]:
+    "Every project in the file that holds memory, with its counts (``entities``, ``facts``), the largest first."
+    from ..overview import projects_holding_memory
+
+    return {project: {"entities": entities, "facts": facts} for project, entities, facts in projects_holding_memory(memory.conn)}
+
+
+def switch_folder(cwd: pathlib.Path | None) -> pathlib.Path | None:
+    "Where a ``.datasette-memory`` file would choose the project for sessions here: the repository's root, else the folder."
+    if cwd is None:
+        return None
+    return nearest(cwd)[1] or cwd
+
+
+def other_projects_line(chosen: str, chosen_holds: bool, others: list[tuple[str, dict[str, int]]], folder: pathlib.Path | None) -> str:
+    """
+    The projects other than ``chosen`` that hold memory, and how to work in one of them here.
+
+    :param chosen_holds: whether the chosen project holds memory itself
+    :param others: ``(project, counts)``, the largest first
+    :param folder: where a ``.datasette-memory`` file would go, if known
+    """
+    def named(project: str, counts: dict[str, int]) -> str:
+        parts = [f"{counts[key]} {one if counts[key] == 1 else key}" for key, one in (("entities", "entity"), ("facts", "fact")) if counts[key]]
+        return f"{json.dumps(project, ensure_ascii=False)} ({', '.join(parts)})"
+
+    listed = ", ".join(named(project, counts) for project, counts in others[:OTHER_PROJECTS_NAMED])
+    more = f", and {len(others) - OTHER_PROJECTS_NAMED} more" if len(others) > OTHER_PROJECTS_NAMED else ""
+    example = json.dumps(others[0][0], ensure_ascii=False)
+    marker = folder / MARKER if folder is not None else MARKER
+    empty = f"Project {json.dumps(chosen, ensure_ascii=False)} holds no memory yet. " if not chosen_holds else ""
+    return (
+        f"## {empty}Other projects holding memory: {listed}{more}. To work in one here, write project = {example} "
+        f"in {marker}, or run datasette-memory install again with --project {example}; the next session starts in it."
+    )
 
 
 def add_part(context: Context, part: str, lines: list[str], heading_lines: int = 0) -> int:

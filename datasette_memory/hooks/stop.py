@@ -3,7 +3,10 @@
 The session's changes are the project's events since the session started (its
 oldest ``session_start`` event; the MCP server does not know the agent's session
 id, so its writes are tied to the session by time), after the newest checkpoint
-and after this hook last asked, leaving out the hooks' own bookkeeping. If there
+and after this hook last asked, leaving out the hooks' own bookkeeping and
+whatever was not done in an agent's session: a person's edits and reviews in
+Datasette (and a command run by hand) are recorded with no session, and are
+theirs to account for, not the agent's. If there
 are any, the hook prints Claude Code's and Codex's documented ``{"decision":
 "block", "reason": ...}``, which keeps the agent going with the reason as its
 next instruction, and records that it asked. It never asks twice in a row: not
@@ -29,7 +32,8 @@ REASON = (
 
 def changes_to_checkpoint(memory: Memory, session: str | None) -> int:
     """
-    How many changes to memory (up to a cap) the session made that no checkpoint, and no earlier reminder, covers.
+    How many changes to memory (up to a cap) the session made that no checkpoint, and no earlier reminder, covers:
+    those recorded in a session (its MCP server's), not a person's in Datasette.
 
     :param memory: memory, scoped to the project
     :param session: the agent's session id, or None
@@ -39,7 +43,7 @@ def changes_to_checkpoint(memory: Memory, session: str | None) -> int:
     checkpoint = event_reads.event_of_kind(conn, project, "checkpoint")
     asked = event_reads.event_of_kind(conn, project, CHECKPOINT_REMINDER, session)  # with no session id: anyone's
     since = max((event["id"] for event in (started, checkpoint, asked) if event is not None), default=0)
-    return event_reads.count_after(conn, project, since, HOOK_KINDS)
+    return event_reads.count_after(conn, project, since, HOOK_KINDS, in_sessions_only=True)
 
 
 def stop_output(memory: Memory, payload: Payload) -> dict[str, Any] | None:
