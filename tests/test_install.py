@@ -111,7 +111,7 @@ def folder(tmp_path):
 def env_for(home):
     "A user whose home is ``home``: nothing of the real user's settings can be read or written."
     return {"HOME": str(home), "CODEX_HOME": None, "XDG_CONFIG_HOME": str(home / ".config"),
-            "XDG_DATA_HOME": str(home / ".local" / "share")}
+            "XDG_DATA_HOME": str(home / ".local" / "share"), "XDG_STATE_HOME": str(home / ".local" / "state")}
 
 
 def run(home, folder, *args, ok=True):
@@ -202,11 +202,12 @@ def test_install_keeps_the_users_settings_and_uninstall_gives_them_back(client, 
         assert (config["model"], config["profiles"]) == ("gpt-5", {"fast": {"model": "o4-mini"}})
         assert "# My Codex settings" in config_text and "# docs for the team" in config_text
         assert hooks["SessionStart"][0] == json.loads(CODEX_HOOKS)["hooks"]["SessionStart"][0]
-    # each file written is named, with its backup, which holds the file as it was
+    # each file written is named, with its backup (in the user's state folder), which holds the file as it was
     for path, original in originals.items():
         assert str(path) in result.output
-        backups = list(path.parent.glob(path.name + ".bak-*"))
+        backups = list((home / ".local" / "state" / "datasette-memory" / "backups").glob(f"*/{path.relative_to(path.anchor)}"))
         assert [b.read_bytes() for b in backups] == [original]
+        assert f"(backup: {backups[0]})" in result.output
 
     before_second = files(home, folder)
     second = install(home, folder, client, "--scope", scope, "--project", "my-app")

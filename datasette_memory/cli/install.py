@@ -2,6 +2,8 @@
 
 Every change is planned before any file is written, so a malformed settings file
 stops the command before it has changed anything; see :mod:`datasette_memory.clients`.
+Backups, and the record of the folders install made, are kept in the user's state
+folder, never in their repository (:mod:`datasette_memory.clients.install_state`).
 """
 
 import datetime
@@ -15,11 +17,12 @@ from typing import Any
 
 import click
 
-from ..clients import CLIENTS, SCOPES, FileChange, Places, Registration, SettingsFileError, apply
+from ..clients import CLIENTS, SCOPES, FileChange, InstallState, Places, Registration, SettingsFileError, apply
 from ..clients.registration import DEFAULT_SERVER_NAME, EXECUTABLE_NAME
 from .options import db_option
 
 CODEX_HOME_ENV = "CODEX_HOME"
+STATE_HOME_ENV = "XDG_STATE_HOME"
 NEXT_STEPS = {
     "claude-code": "Start a new Claude Code session (or run /mcp and /hooks in one) to pick this up.",
     "codex": "Start a new Codex session to pick this up (Codex reads a project's .codex/ folder only once you trust the project).",
@@ -72,19 +75,42 @@ def places(scope: str, folder: pathlib.Path, codex_home: pathlib.Path | None) ->
     return Places(scope, folder.absolute(), home, (codex_home or home / ".codex").expanduser().absolute())
 
 
+def install_state() -> InstallState:
+    "The state folder: ``$XDG_STATE_HOME/datasette-memory``, else ``~/.local/state/datasette-memory``."
+    state_home = os.environ.get(STATE_HOME_ENV) or str(pathlib.Path.home() / ".local" / "state")
+    return InstallState(pathlib.Path(state_home).expanduser().absolute() / "datasette-memory")
+
+
+def registration_options(ignored: bool) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    "What install registers: ``--db``, ``--project``, ``--with-stop-hook``, ``--executable`` (uninstall takes and ignores them)."
+    note = " (ignored here: taken so that an install command undoes with install changed to uninstall)" if ignored else ""
+
+    def decorate(function: Callable[..., Any]) -> Callable[..., Any]:
+        for option in reversed([
+            db_option,
+            click.option("--project", help="Pin the MCP server and the hooks to this memory project" + note),
+            click.option("--with-stop-hook", is_flag=True, help="Also run `datasette-memory hook stop` when the agent finishes a turn" + note),
+            click.option("--executable", metavar="PATH",
+                         help="The datasette-memory command the client runs  [default: the absolute path of this one]" + note),
+        ]):
+            function = option(function)
+        return function
+
+    return decorate
+
+
 @click.command()
 @place_options
-@db_option
-@click.option("--project", help="Pin the MCP server and the hooks to this memory project")
-@click.option("--with-stop-hook", is_flag=True, help="Also run `datasette-memory hook stop` when the agent finishes a turn")
-@click.option("--executable", metavar="PATH", help="The datasette-memory command the client runs  [default: the absolute path of this one]")
+@registration_options(ignored=False)
 def install(client: str, scope: str, folder: pathlib.Path, codex_home: pathlib.Path | None, server_name: str, dry_run: bool,
             db_path: pathlib.Path | None, project: str | None, with_stop_hook: bool, executable: str | None) -> None:
     """Register the MCP server and the hooks with CLIENT (claude-code or codex).
 
     Merges its entries into the client's settings and keeps everything else in
-    them; a file that changes is backed up first to <file>.bak-<timestamp>.
-    Running it again changes nothing; run it with other options to change ours.
+    them. A file that changes is backed up first, in your state folder
+    ($XDG_STATE_HOME/datasette-memory/backups, else ~/.local/state/...), never
+    in the project. Running it again changes nothing; run it with other options
+    to change ours.
     """
     registration = Registration(
         executable=executable or this_executable(),
@@ -112,33 +138,40 @@ def undo_command(client: str, where: Places, server_name: str) -> list[str]:
 
 @click.command()
 @place_options
+@registration_options(ignored=True)
 def uninstall(client: str, scope: str, folder: pathlib.Path, codex_home: pathlib.Path | None, server_name: str,
-              dry_run: bool) -> None:
+              dry_run: bool, **ignored: Any) -> None:
     """Remove the MCP server and every datasette-memory hook from CLIENT's settings.
 
     Only our entries go (the server, if it runs datasette-memory mcp; hooks
-    that run datasette-memory hook); a file that changes is backed up first.
+    that run datasette-memory hook); a file that changes is backed up first,
+    and a folder install made (.claude/, .codex/) goes once nothing else is in it.
+    It takes install's options, so an install command undoes with one word changed.
     """
     where = places(scope, folder, codex_home)
-    run(client, where, lambda: CLIENTS[client].uninstall_changes(server_name, where), dry_run)
+    changes = run(client, where, lambda: CLIENTS[client].uninstall_changes(server_name, where), dry_run)
+    for made, removed in install_state().remove_made_folders([change.path for change in changes] if not dry_run else []):
+        click.echo(f"  {made}: " + ("removed the folder, which install had made" if removed else
+                                    "kept the folder install made: something else is in it now"))
 
 
-def run(client: str, where: Places, plan: Callable[[], list[FileChange]], dry_run: bool) -> None:
-    "Plan every change, then print and (unless a dry run) write each."
+def run(client: str, where: Places, plan: Callable[[], list[FileChange]], dry_run: bool) -> list[FileChange]:
+    "Plan every change, then print and (unless a dry run) write each; the changes planned."
     try:
         changes = plan()
     except SettingsFileError as e:
         raise click.ClickException(str(e))
     in_place = f" ({where.folder})" if where.scope == "project" else ""
     click.echo(f"{CLIENTS[client].NAME}, {where.scope} scope{in_place}{': dry run, nothing written' if dry_run else ''}")
-    now = datetime.datetime.now()
+    now, state = datetime.datetime.now(), install_state()
     for change in changes:
-        backup = None if dry_run else apply(change, now)
+        backup = None if dry_run else apply(change, now, state)
         click.echo(f"  {change.path}: {status(change, backup, dry_run)}")
         for note in change.notes:
             click.echo(f"    {note}")
         if dry_run and change.changed:
             click.echo("".join(f"    {line}" for line in change.diff().splitlines(keepends=True)), nl=False)
+    return changes
 
 
 def status(change: FileChange, backup: pathlib.Path | None, dry_run: bool) -> str:

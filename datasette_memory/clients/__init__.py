@@ -2,13 +2,15 @@
 
 One module per client says where its files are and which entries go in them;
 ``json_entries`` and ``toml_entries`` merge those entries into a file without
-touching anything else, and ``setting_files`` plans, backs up and writes. The
+touching anything else, ``setting_files`` plans, backs up and writes, and
+``install_state`` keeps the backups and the folders made outside the user's repository. The
 CLI's ``install`` and ``uninstall`` are the door.
 """
 
 from types import ModuleType
 
 from . import claude_code, codex
+from .install_state import InstallState
 from .places import SCOPES, Places
 from .registration import Registration
 from .setting_files import FileChange, SettingsFileError, apply
@@ -16,4 +18,4 @@ from .setting_files import FileChange, SettingsFileError, apply
 # the name on the command line: the client's module
 CLIENTS: dict[str, ModuleType] = {"claude-code": claude_code, "codex": codex}
 
-__all__ = ["CLIENTS", "SCOPES", "FileChange", "Places", "Registration", "SettingsFileError", "apply"]
+__all__ = ["CLIENTS", "SCOPES", "FileChange", "InstallState", "Places", "Registration", "SettingsFileError", "apply"]

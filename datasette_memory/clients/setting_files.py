@@ -3,8 +3,8 @@
 A change is planned in full (the text before, the text after, a line per
 entry) before anything is written, so ``--dry-run`` shows exactly what a real
 run would do, and a run that would change nothing writes nothing: no file, no
-backup. A file that changes is copied to ``<file>.bak-<timestamp>`` first and
-replaced atomically (a temporary file in the same folder, then a rename), so a
+backup. A file that changes is backed up first, outside the user's repository
+(:mod:`.install_state`), and replaced atomically (a temporary file in the same folder, then a rename), so a
 crash leaves the old file or the new one, never half of one. A settings file
 that is a symlink (a dotfiles checkout) is written through: the link stays.
 """
@@ -15,11 +15,11 @@ import difflib
 import json
 import os
 import pathlib
-import shutil
 from collections.abc import Callable
 from typing import Any
 
 from ..core.atomic_files import write_atomically
+from .install_state import InstallState
 from .json_layout import dump_like
 
 
@@ -124,48 +124,36 @@ def object_at(data: dict[str, Any], key: str, path: pathlib.Path, where: str = "
     return value
 
 
-def backup_path(path: pathlib.Path, now: datetime.datetime) -> pathlib.Path:
-    "Where a file's backup goes: ``<file>.bak-<timestamp>``, numbered if that exists already."
-    stem = f"{path}.bak-{now.strftime('%Y%m%d-%H%M%S')}"
-    candidate, number = pathlib.Path(stem), 1
-    while candidate.exists():
-        number += 1
-        candidate = pathlib.Path(f"{stem}-{number}")
-    return candidate
-
-
 def write_through(path: pathlib.Path, text: str) -> None:
     """
     Replace a settings file's contents all at once, keeping its permissions
     (``~/.claude.json`` holds a sign-in and is its owner's alone).
 
-    :param path: the file (a symlink is followed, so the link stays a link)
+    :param path: the file (a symlink is followed, so the link stays a link), in a folder that exists
     :param text: the new contents
     """
     target = path.resolve()
-    target.parent.mkdir(parents=True, exist_ok=True)
     mode = target.stat().st_mode & 0o7777 if target.exists() else None
     write_atomically(target, text, mode=0o600 if mode is not None else 0o644)
     if mode is not None:
         os.chmod(target, mode)
 
 
-def apply(change: FileChange, now: datetime.datetime) -> pathlib.Path | None:
+def apply(change: FileChange, now: datetime.datetime, state: InstallState) -> pathlib.Path | None:
     """
     Write a planned change: back the file up, then write or remove it.
 
     :param change: the plan; one that changes nothing writes nothing
     :param now: the time in the backup's name
+    :param state: where backups go, and the folders made are remembered
     :returns: the backup's path, or None if there was nothing to back up
     """
     if not change.changed:
         return None
-    backup = None
-    if change.before is not None:
-        backup = backup_path(change.path, now)
-        shutil.copy2(change.path.resolve(), backup)
+    backup = state.back_up(change.path, now) if change.before is not None else None
     if change.after is None:
         change.path.resolve().unlink()
     else:
+        state.make_folder(change.path.resolve().parent)
         write_through(change.path, change.after)
     return backup
