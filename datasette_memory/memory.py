@@ -18,7 +18,7 @@ import copy
 import dataclasses
 import pathlib
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
 from .config import Config
@@ -32,7 +32,7 @@ from .core.validation import DEFAULT_PROJECT, MAX_SUMMARY_BYTES, check_limit, ch
 from .governed.gate import Reviewer, require_reviewer
 from .governed.statements import check_rationale
 from .governed.tier import GovernedTier
-from .graph import curation, mutations, reads
+from .graph import curation, mutations, paging, reads
 from .history import as_of as history_as_of, compare, diff, file_check, provenance
 from .search import memory_search, nodes
 from .vectors import background
@@ -242,6 +242,36 @@ class Memory:
         if as_of is not None:
             return history_as_of.read_graph(self.conn, self.project, self.moment(as_of)["event_id"])
         return reads.read_graph(self.conn, self.project)
+
+    def read_graph_page(self, limit: Any = None, cursor: Any = None, as_of: Any = None) -> dict[str, Any]:
+        """
+        One page of the project's graph: consecutive slices of :meth:`read_graph`'s
+        entities, then its relations, ``{entities, relations, page}``; ``page`` says
+        what it returned, how many entities and relations remain, and the
+        ``next_cursor`` (None after the last page).
+
+        :param limit: the most entities and relations in the page, 1 to 1,000 (default 100);
+            a page also stops before 100,000 bytes of JSON
+        :param cursor: the ``next_cursor`` of the page before; None for the first page
+        :param as_of: page through memory as it was at this moment (see :meth:`moment`); None for now
+        """
+        if as_of is not None:
+            moment = self.moment(as_of)["event_id"]
+            return paging.page_of(history_as_of.read_graph(self.conn, self.project, moment), self.project, moment, limit, cursor)
+        return paging.read_page(self.conn, self.project, limit, cursor)
+
+    def graph_rows(self) -> tuple[Iterator[tuple[int, str, str, list[str]]], Iterator[tuple[int, str, str, str]]]:
+        """
+        The project's whole graph as rows read a batch at a time, for a door that
+        writes it out without holding it: ``(entities, relations)``, iterators of
+        ``(id, name, entity_type, observations)`` and ``(id, from, to, relation_type)``
+        in creation order. Read both, in that order, before the next call on this memory.
+        """
+        return reads.entity_rows(self.conn, self.project), reads.relation_rows(self.conn, self.project)
+
+    def entity_count(self) -> int:
+        "How many entities the project holds."
+        return reads.entity_count(self.conn, self.project)
 
     def open_nodes(self, names: Any, as_of: Any = None) -> dict[str, list[Any]]:
         """

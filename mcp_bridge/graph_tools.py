@@ -2,8 +2,11 @@
 
 Their names, titles, descriptions, annotations and schemas are the official
 server's, byte for byte (:mod:`.official_schemas`), plus an optional
-``project`` argument and, on the three reads, an optional ``as_of``; their
-results are rendered as it renders them.
+``project`` argument, on the three reads an optional ``as_of``, and on
+``read_graph`` optional ``limit`` and ``cursor`` to read a big graph a page at a
+time; their results are rendered as it renders them (:mod:`.graph_results`).
+When the graph is big, the tool list says so in ``read_graph``'s description
+(:mod:`.graph_size`).
 """
 
 from typing import Any
@@ -11,6 +14,9 @@ from typing import Any
 from fastmcp.tools import ToolResult
 
 from .bridge import Bridge
+from .graph_results import graph_reply, page_result, rendered_dict, whole_graph
+from .graph_size import GraphSizeInToolList
+from .graph_text import text_of
 from .official_schemas import OFFICIAL_TOOLS
 from .tooling import DELETES, READ_ONLY, STORED_DATA_META, WRITES, bridge_tool, pretty, text_result
 
@@ -23,19 +29,33 @@ AS_OF_ARGUMENT = {
     "description": "Read memory as it was at this moment: an event id (memory just after that event) or an ISO 8601 time. "
     "Omit for memory as it is now.",
 }
+PAGING_ARGUMENTS = {
+    "limit": {
+        "type": "integer",
+        "minimum": 1,
+        "maximum": 1000,
+        "description": "Read the graph a page at a time: at most this many entities and relations (1 to 1000; a page "
+        "also stops before 100,000 bytes), entities first, then relations. The reply's last text says how many remain "
+        "and gives next_cursor. Omit for the whole graph.",
+    },
+    "cursor": {
+        "type": "string",
+        "description": "The next_cursor of the page before (with the same project and as_of).",
+    },
+}
 
 
-def official(hints: Any, as_of: bool = False) -> Any:
+def official(hints: Any, as_of: bool = False, extra: dict[str, Any] | None = None) -> Any:
     """
     Declare one of the nine with the official server's title, description and
-    schemas (the function's name is the tool's), plus ``project`` and, for a
-    read, ``as_of``.
+    schemas (the function's name is the tool's), plus ``project``, for a read
+    ``as_of``, and the ``extra`` arguments given.
     """
 
     def declare(function: Any) -> Any:
         title, description, input_schema, output_schema = OFFICIAL_TOOLS[function.__name__]
-        extra = {"project": PROJECT_ARGUMENT, **({"as_of": AS_OF_ARGUMENT} if as_of else {})}
-        schema = {**input_schema, "properties": {**input_schema.get("properties", {}), **extra}}
+        added = {"project": PROJECT_ARGUMENT, **({"as_of": AS_OF_ARGUMENT} if as_of else {}), **(extra or {})}
+        schema = {**input_schema, "properties": {**input_schema.get("properties", {}), **added}}
         return bridge_tool(
             title, hints, description=description, input_schema=schema, output_schema=output_schema, profile="official"
         )(function)
@@ -46,11 +66,6 @@ def official(hints: Any, as_of: bool = False) -> Any:
 def wrapped(key: str, result: list[Any]) -> ToolResult:
     "A list result as the official server renders it: the text is the list, the structured content wraps it."
     return text_result(pretty(result), {key: result}, STORED_DATA_META)
-
-
-def graph(result: dict[str, Any]) -> ToolResult:
-    "A graph result as the official server renders it: pretty JSON text, the graph as structured content."
-    return text_result(pretty(result), result, STORED_DATA_META)
 
 
 def success(message: str) -> ToolResult:
@@ -90,19 +105,24 @@ async def delete_relations(bridge: Bridge, relations: list, project: str | None 
     return success("Relations deleted successfully")
 
 
-@official(READ_ONLY, as_of=True)
-async def read_graph(bridge: Bridge, project: str | None = None, as_of: str | int | None = None) -> ToolResult:
-    return graph(await bridge.read(project, lambda memory: memory.read_graph(as_of)))
+@official(READ_ONLY, as_of=True, extra=PAGING_ARGUMENTS)
+async def read_graph(
+    bridge: Bridge, project: str | None = None, as_of: str | int | None = None, limit: int | None = None,
+    cursor: str | None = None,
+) -> ToolResult:
+    if limit is None and cursor is None:
+        return await graph_reply(bridge, project, lambda memory: whole_graph(memory, as_of))
+    return page_result(await bridge.read(project, lambda memory: memory.read_graph_page(limit, cursor, as_of)))
 
 
 @official(READ_ONLY, as_of=True)
 async def search_nodes(bridge: Bridge, query: str, project: str | None = None, as_of: str | int | None = None) -> ToolResult:
-    return graph(await bridge.read(project, lambda memory: memory.search_nodes(query, as_of)))
+    return await graph_reply(bridge, project, lambda memory: rendered_dict(memory.search_nodes(query, as_of)))
 
 
 @official(READ_ONLY, as_of=True)
 async def open_nodes(bridge: Bridge, names: list, project: str | None = None, as_of: str | int | None = None) -> ToolResult:
-    return graph(await bridge.read(project, lambda memory: memory.open_nodes(names, as_of)))
+    return await graph_reply(bridge, project, lambda memory: rendered_dict(memory.open_nodes(names, as_of)))
 
 
 TOOLS = [create_entities, create_relations, add_observations, delete_entities, delete_observations, delete_relations,
@@ -111,10 +131,13 @@ TOOLS = [create_entities, create_relations, add_observations, delete_entities, d
 
 async def knowledge_graph(bridge: Bridge) -> str:
     "The project's whole graph as JSON, as the official server's resource."
-    return pretty(await bridge.read(None, lambda memory: memory.read_graph()))
+    rendered, _ = await bridge.read(None, lambda memory: whole_graph(memory, None))
+    return text_of(rendered)
 
 
 # uri: (name, description, reader)
 RESOURCES = {
     "memory://knowledge-graph": ("Knowledge Graph", "The whole knowledge graph of the server's project", knowledge_graph),
 }
+
+MIDDLEWARE = [GraphSizeInToolList]

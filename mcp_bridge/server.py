@@ -94,6 +94,8 @@ def create_server(backend: Backend, project: str | None = None, profile: str = "
     for module in TOOL_MODULES:
         for uri, (name, description, reader) in getattr(module, "RESOURCES", {}).items():
             add_resource(server, bridge, uri, name, description, reader)
+        for middleware in getattr(module, "MIDDLEWARE", []):
+            server.add_middleware(middleware(bridge))
     return server
 
 

@@ -8,7 +8,9 @@ line of any length in memory. Here one thread reads stdin's bytes a line at a
 time, never more than the cap on one request (:class:`LineReader`); each line is
 checked by :mod:`.wire`; a malformed one is answered here with its JSON-RPC error,
 and a good one goes to the server's session. Replies and errors are written
-whole, one at a time (:class:`FrameWriter`), so frames never interleave.
+whole, one at a time (:class:`FrameWriter`), so frames never interleave; a
+graph result is written from its rendered pieces into its reply's line
+(:mod:`.splicing`), never copied whole.
 
 As upstream does, while serving fd 0 reads the null device and fd 1 writes to
 stderr, so a stray print or a child process cannot read from or write to the
@@ -20,12 +22,13 @@ import fcntl
 import os
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import IO, Any
 
 import anyio
 
+from .splicing import SPLICES, Splices
 from .wire import WireError, check_message, too_large
 
 # how much of a line over the cap is kept, for its id; the rest is read and dropped in chunks
@@ -87,8 +90,14 @@ class FrameWriter:
 
     def write(self, line: bytes) -> None:
         "Write ``line`` and a newline, and flush."
+        self.write_pieces((line,))
+
+    def write_pieces(self, pieces: Iterable[bytes]) -> None:
+        "Write the pieces of one line, then a newline, and flush (a long line is never copied whole)."
         with self.lock:
-            self.stream.write(line + b"\n")
+            for piece in pieces:
+                self.stream.write(piece)
+            self.stream.write(b"\n")
             self.stream.flush()
 
 
@@ -178,6 +187,8 @@ async def serve_lines(server: Any, reader: LineReader, writer: FrameWriter) -> N
     from mcp.shared._context_streams import create_context_streams
     from mcp.shared.message import SessionMessage
 
+    splices = Splices()
+    splicing = SPLICES.set(splices)  # the session's tasks inherit it: graph results are spliced into their replies here
     to_session, session_reads = create_context_streams[SessionMessage | Exception](0)
     session_writes, from_session = create_context_streams[SessionMessage](0)
     reading, writing = anyio.CapacityLimiter(1), anyio.CapacityLimiter(1)
@@ -191,6 +202,7 @@ async def serve_lines(server: Any, reader: LineReader, writer: FrameWriter) -> N
                 if isinstance(message, WireError):
                     await anyio.to_thread.run_sync(writer.write, message.to_bytes(), limiter=writing)
                     continue
+                splices.heard(message)
                 try:
                     await to_session.send(SessionMessage(message))
                 except (anyio.ClosedResourceError, anyio.BrokenResourceError):
@@ -200,10 +212,15 @@ async def serve_lines(server: Any, reader: LineReader, writer: FrameWriter) -> N
         async with from_session:
             async for reply in from_session:
                 line = reply.message.model_dump_json(by_alias=True, exclude_unset=True).encode()
-                await anyio.to_thread.run_sync(writer.write, line, limiter=writing)
+                pieces = splices.pieces(reply.message, line)
+                await anyio.to_thread.run_sync(writer.write_pieces, pieces, limiter=writing)
 
-    async with anyio.create_task_group() as tasks:
-        tasks.start_soon(read_lines)
-        tasks.start_soon(write_replies)
-        low_level = server._mcp_server
-        await low_level.run(session_reads, session_writes, low_level.create_initialization_options())
+    try:
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(read_lines)
+            tasks.start_soon(write_replies)
+            low_level = server._mcp_server
+            await low_level.run(session_reads, session_writes, low_level.create_initialization_options())
+    finally:
+        splices.clear()
+        SPLICES.reset(splicing)

@@ -55,8 +55,10 @@ async def test_tools_and_instructions(server):
         schema = tools[name].input_schema
         official = OFFICIAL_TOOLS[name][2]
         assert schema.get("required", []) == official.get("required", [])
-        assert {k: v for k, v in schema["properties"].items() if k not in ("project", "as_of")} == official["properties"]
+        ours = {k: v for k, v in schema["properties"].items() if k not in ("project", "as_of", "limit", "cursor")}
+        assert ours == official["properties"]
         assert ("as_of" in schema["properties"]) == (name in ("read_graph", "search_nodes", "open_nodes"))
+        assert ("limit" in schema["properties"]) == ("cursor" in schema["properties"]) == (name == "read_graph")
 
 
 async def test_graph_round_trip(server, db_path):
