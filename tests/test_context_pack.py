@@ -81,7 +81,7 @@ def test_accounting_adds_up(memory, history):
         "# Accounting: considered 5; included 2; left out 3 (2 did not match the query, 1 retired: its validity has ended, "
         "0 not yet valid, 0 proposed claims excluded by option, 0 over budget)"
     )
-    assert [item["why"] for item in pack["items"]] == ["matched auth", "matched auth"]
+    assert [item["why"] for item in pack["items"]] == ["names auth; matched auth", "names auth; matched auth"]
 
 
 def test_empty_query_includes_everything_current(memory, history):
@@ -99,7 +99,7 @@ def test_a_stronger_match_never_ranks_lower(memory, reviewer):
         ("FACT", strong["id"]), ("PROPOSED", stronger_claim["id"]), ("FACT", weak["id"])
     ]
     assert [i["why"] for i in pack["items"]] == [
-        "matched auth, database, postgres", "matched auth, database, postgres", "matched auth"
+        "names auth; matched auth, database, postgres", "names auth database; matched auth, database, postgres", "names auth; matched auth"
     ]
 
 

@@ -688,3 +688,31 @@ def m010_project_sizes(db: Database) -> None:
         END;
         """,
     )
+
+# What a name's key leaves out: the separators people write between a name's words
+# (or leave out, in camelCase). m011's indexes are built on name_key_sql's exact
+# expression, and search finds them by writing the same one: never change either;
+# a new key needs a new migration.
+NAME_KEY_SEPARATORS = " -_./:()[],'\"@#+"  # 15 nested replace()s: SQLite's parser stack holds about 29
+
+
+def name_key_sql(column: str) -> str:
+    "SQL for ``column`` lower-cased (ASCII letters only: SQLite's lower()) without :data:`NAME_KEY_SEPARATORS`."
+    expression = column
+    for separator in NAME_KEY_SEPARATORS:
+        expression = f"replace({expression}, '{separator.replace(chr(39), chr(39) * 2)}', '')"
+    return f"lower({expression})"
+
+
+@migrations()
+def m011_name_keys(db: Database) -> None:
+    # Entities and their former names (aliases) by name key: ``checkout-api``,
+    # ``checkout_api``, ``checkout api`` and ``checkoutApi`` share one, so a query
+    # holding a name in any of those spellings finds the entity by index lookups.
+    run_script(
+        db,
+        f"""
+        CREATE INDEX entities_by_name_key ON entities (project, {name_key_sql("name")});
+        CREATE INDEX memory_aliases_by_key ON memory_aliases (project, {name_key_sql("alias")});
+        """,
+    )

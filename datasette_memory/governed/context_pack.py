@@ -3,7 +3,10 @@
 Facts that hold now are rendered as FACT; pending claims as PROPOSED (or left
 out, by option); retired and not-yet-valid facts are left out. Items are ranked
 by how many query words they match, so a stronger match never ranks lower, and
-filled greedily into a character budget. Every stored value is rendered as a
+filled greedily into a character budget. Above them all come the items about
+what the query names: a subject or object that is a name the query holds,
+however its words are written (``checkout-api``, ``checkoutApi``, ``checkout api``),
+or a name, current or former, of an entity the query names. Every stored value is rendered as a
 JSON string, so no value can break its line or pose as a header; the header
 labels them untrusted data. The accounting says what was considered, included
 and left out, and why.
@@ -15,6 +18,7 @@ from typing import Any
 
 from ..core.clock import now
 from ..core.errors import InvalidInput
+from ..core.name_keys import NAME_WORD, every_name, index_keys, name_key, names_by_key, word_runs
 from ..core.stored_data import STORED_DATA_NOTE
 from .claims import list_claims
 from .contradictions import find_contradictions
@@ -51,6 +55,22 @@ def query_terms(query: str) -> list[Any]:
 def matched_terms(terms: list, item: dict) -> list[Any]:
     text = " ".join(value_key(item[part]) for part in PARTS)
     return [term for term in terms if term in text]
+
+
+def named_keys(conn: sqlite3.Connection, project: str, query: str) -> set[str]:
+    """
+    The name keys ``query`` names: each run of its words, and every name
+    (current and former) of the entities whose name or former name is such a run.
+    """
+    words = NAME_WORD.findall(query)
+    runs = [words[start:end] for start, end in word_runs(len(words))]
+    ids = {entity_id for entity_id, _, _ in names_by_key(conn, project, {key for run in runs for key in index_keys(run)})}
+    return {name_key("".join(run)) for run in runs} | {name_key(n) for names in every_name(conn, ids).values() for n in names}
+
+
+def named_part(keys: set[str], item: dict[str, Any]) -> str | None:
+    "The item's subject or object that the query names, if any."
+    return next((item[part] for part in ("subject", "object") if name_key(item[part]) in keys), None)
 
 
 def exclusion(kind: str, item: dict[str, Any], at: str, include_proposed: bool) -> str | None:
@@ -99,21 +119,22 @@ def build_context_pack(conn: sqlite3.Connection, project: str, query: str, budge
     """
     at = now()
     terms = query_terms(query)
+    keys = named_keys(conn, project, query)
     candidates = [("FACT", f) for f in all_facts(conn, project)]
     candidates += [("PROPOSED", c) for c in list_claims(conn, project, "candidate", MAX_CLAIMS)]
     counts: dict[str, int] = {}
     left_out: list[dict[str, Any]] = []
-    ranked: list[tuple[int, str, dict[str, Any], list[str]]] = []
+    ranked: list[tuple[int, str, dict[str, Any], list[str], str | None]] = []
     for kind, item in candidates:
-        hits = matched_terms(terms, item)
-        reason = NO_MATCH if terms and not hits else exclusion(kind, item, at, include_proposed)
+        hits, named = matched_terms(terms, item), named_part(keys, item)
+        reason = NO_MATCH if terms and not hits and not named else exclusion(kind, item, at, include_proposed)
         if reason:
             counts[reason] = counts.get(reason, 0) + 1
             if reason != NO_MATCH:
                 left_out.append({"kind": kind, "id": item["id"], "reason": reason})
             continue
-        ranked.append((len(hits), kind, item, hits))
-    ranked.sort(key=lambda r: (-r[0], r[1] != "FACT", -r[2]["id"]))
+        ranked.append((len(hits), kind, item, hits, named))
+    ranked.sort(key=lambda r: (r[4] is None, -r[0], r[1] != "FACT", -r[2]["id"]))
     return fill(project, query, at, budget, len(candidates), ranked, counts, left_out, contested_facts(conn, project))
 
 
@@ -127,7 +148,7 @@ def fill(project: Any, query: Any, at: Any, budget: Any, considered: Any, ranked
             f"use at least {len(top) + reserve}"
         )
     used, lines, items = len(top) + reserve, [], []
-    for score, kind, item, hits in ranked:
+    for score, kind, item, hits, named in ranked:
         line = render(kind, item, contested)
         if used + len(line) + 1 > budget:
             counts[OVER_BUDGET] = counts.get(OVER_BUDGET, 0) + 1
@@ -135,7 +156,9 @@ def fill(project: Any, query: Any, at: Any, budget: Any, considered: Any, ranked
             continue
         used += len(line) + 1
         lines.append(line)
-        why = f"matched {', '.join(hits)}" if hits else "empty query: everything current is included"
+        why = "; ".join(
+            ([f"names {named}"] if named else []) + ([f"matched {', '.join(hits)}"] if hits else [])
+        ) or "empty query: everything current is included"
         items.append({"kind": kind, "id": item["id"], **{p: item[p] for p in PARTS}, "why": why, "line": line})
     text = top + "".join(line + "\n" for line in lines) + footer(considered, len(items), counts)
     accounting = {

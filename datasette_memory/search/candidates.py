@@ -23,6 +23,7 @@ import sqlite3
 import threading
 from dataclasses import dataclass, field
 
+from .name_matches import NameMatch
 from .project_sample import TOKENIZE, Sample, project_size, sample
 from .terms import fts_quote, plain_words
 from .weights import INDEXES, TermStats, term_stats
@@ -64,6 +65,8 @@ class Candidate:
     observation_terms: dict[int, set[str]] = field(default_factory=dict)  # observation id -> the terms it matches
     newest: int = 0
     fused: float | None = None  # reciprocal rank fusion, in (0, 1), when the semantic arm ranked
+    named: NameMatch | None = None  # how the query names it, if it does
+    name_bonus: float = 0.0  # (the query's terms + 1) per level of naming: above every entity it does not name
 
     def add(self, term: str, strength: float, observation_id: int | None = None) -> None:
         "Record that ``term`` matched this entity's name or type, or one observation."
@@ -80,11 +83,25 @@ class Candidate:
         return [self.name_terms | terms for terms in self.observation_terms.values()] or [self.name_terms]
 
     def score(self) -> float:
-        "Matched terms first; BM25 strength (or the fused rank), squashed below 1, breaks ties."
+        "Being named first; then matched terms; BM25 strength (or the fused rank), squashed below 1, breaks ties."
         if self.fused is not None:
-            return len(self.terms) + self.fused
+            return self.name_bonus + len(self.terms) + self.fused
         strength = sum(self.terms.values())
-        return len(self.terms) + strength / (1.0 + strength)
+        return self.name_bonus + len(self.terms) + strength / (1.0 + strength)
+
+    def name(self, match: NameMatch, query_terms: int, strengths: dict[str, float]) -> None:
+        """
+        Record that the query names this entity: the terms its name accounts for
+        count as name terms, and it ranks above every entity the query does not name.
+
+        :param match: how the query names it
+        :param query_terms: how many content terms the query has
+        :param strengths: each term's strength where it has to be assumed (its IDF)
+        """
+        for term in match.terms:
+            self.add(term, self.terms.get(term, strengths.get(term, 1.0)))
+        self.named = match
+        self.name_bonus = match.level * (query_terms + 1.0)
 
 
 def hits(conn: sqlite3.Connection, project: str, match: str, index: str) -> list[Hit]:

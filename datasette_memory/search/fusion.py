@@ -47,7 +47,7 @@ def fused(kept: list[Candidate], similar: Similar | None, settings: SearchSettin
     """
     The matches ``kept`` re-ranked with the vector ranking ``similar`` (None
     when the arm is off): within each number of matched terms, by reciprocal
-    rank fusion. Unchanged when the arm abstains.
+    rank fusion, the entities the query names first. Unchanged when the arm abstains.
 
     :param kept: the lexical matches, best first
     :param similar: the vector arm's answer
@@ -59,7 +59,7 @@ def fused(kept: list[Candidate], similar: Similar | None, settings: SearchSettin
     vector_rank = {entity_id: rank for rank, (entity_id, _) in enumerate(similar.ranked, 1)}
     for c in kept:
         c.fused = reciprocal_rank_fusion(lexical_rank[c.id], vector_rank.get(c.id), settings)
-    return sorted(kept, key=lambda c: (len(c.terms), c.fused or 0.0, c.newest), reverse=True)
+    return sorted(kept, key=lambda c: (c.name_bonus, len(c.terms), c.fused or 0.0, c.newest), reverse=True)
 
 
 def related(kept: list[Candidate], similar: Similar | None, settings: SearchSettings) -> list[tuple[int, float]]:

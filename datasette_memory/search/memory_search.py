@@ -19,7 +19,7 @@ RELATED_WHY = "similar in meaning only: its words do not answer the query"
 
 
 def match_results(conn: sqlite3.Connection, candidates: list[Candidate]) -> list[dict[str, Any]]:
-    "Each match as a result: entity, matching observations, matched terms, score and why."
+    "Each match as a result: entity, matching observations, matched terms, score and why (with how the query names it, if it does)."
     rows = entity_rows(conn, [c.id for c in candidates])
     return [
         {
@@ -28,6 +28,7 @@ def match_results(conn: sqlite3.Connection, candidates: list[Candidate]) -> list
             "matched_terms": list(c.terms),
             "score": round(c.score(), 4),
             "why": "match",
+            **({"name_match": c.named.said} if c.named else {}),
         }
         for c in candidates
     ]
