@@ -1,6 +1,6 @@
 """The prompt hook's recall: the retrieval benchmark's queries used as prompts, what `hook prompt` would inject.
 
-Loads both corpora (bench/retrieval: corpora.py, loaded as calibrate.py loads them,
+Loads every corpus (bench/retrieval: corpora.py, loaded as calibrate.py loads them,
 lexical search) and, for every query of the tuning and held-out sets taken as a
 user's prompt, computes the injection `datasette-memory hook prompt` would print
 under each candidate confidence rule (datasette_memory/hooks/recall.py: a
@@ -15,7 +15,7 @@ match must hold), at the default budget of 1,500 bytes:
   bytes/inject  bytes printed, over the prompts that inject
   bytes/prompt  bytes printed, over every prompt (0 for one that injects nothing)
 
-The rule is chosen on the tuning queries, both corpora pooled: the most answered
+The rule is chosen on the tuning queries, every corpus pooled: the most answered
 among the rules whose pooled silence is at least --silence (default 0.95); ties go
 to the higher coverage, then fewer matches. The chosen rule is then reported on the
 held-out queries, per corpus and pooled, beside the search's own threshold (0.45,
@@ -109,9 +109,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--silence", type=float, default=0.95, help="least pooled share of no-answer tuning prompts left silent")
     parser.add_argument("--all-rules", action="store_true", help="print every rule's tuning row, not only the best few")
-    parser.add_argument("--corpus", choices=[*CORPORA, "both"], default="both", help="one corpus only, for a quick look")
+    parser.add_argument("--corpus", choices=[*CORPORA, "all"], default="all", help="one corpus only, for a quick look")
     args = parser.parse_args()
-    corpora = list(CORPORA) if args.corpus == "both" else [args.corpus]
+    corpora = list(CORPORA) if args.corpus == "all" else [args.corpus]
     measured = {corpus: measure(corpus) for corpus in corpora}
     pooled = lambda s, rule: [o for corpus in corpora for o in measured[corpus][(s, rule)]]  # noqa: E731
     tuning = {rule: summary(pooled("tuning", rule)) for rule in rules()}
@@ -120,7 +120,7 @@ def main() -> None:
         sys.exit(f"no rule leaves {args.silence:.0%} of the no-answer tuning prompts silent; lower --silence")
     chosen = max(eligible, key=lambda r: (tuning[r]["answered"], r.min_coverage, -r.max_results, -r.min_terms))
     counts = summary(pooled("tuning", chosen))
-    print(f"# hook prompt: the tuning queries as prompts, both corpora pooled "
+    print(f"# hook prompt: the tuning queries as prompts, every corpus pooled "
           f"({counts['no_answer']} without an answer, {counts['answerable']} answerable), budget {DEFAULT_BUDGET:,} bytes\n")
     print("\n".join(HEADER))
     shown = sorted(tuning, key=lambda r: (-tuning[r]["answered"], -tuning[r]["silent"]))
@@ -131,9 +131,9 @@ def main() -> None:
     print("# Held out, as prompts\n")
     print("| corpus | rule | no-answer prompts | silent on no-answer | answerable | answered | wrong | bytes/inject | bytes/prompt |")
     print("|---|---|---|---|---|---|---|---|---|")
-    for corpus in [*corpora, "both"] if len(corpora) > 1 else corpora:
+    for corpus in [*corpora, "all"] if len(corpora) > 1 else corpora:
         for rule in (chosen, SEARCH_DEFAULT):
-            rows = pooled("heldout", rule) if corpus == "both" else measured[corpus][("heldout", rule)]
+            rows = pooled("heldout", rule) if corpus == "all" else measured[corpus][("heldout", rule)]
             s = summary(rows)
             name = label(rule) + (" (search's own)" if rule is SEARCH_DEFAULT else "")
             cells = [str(s["no_answer"]), f"{s['silent']:.2f}", str(s["answerable"]), f"{s['answered']:.2f}", f"{s['wrong']:.2f}",

@@ -3,9 +3,10 @@
 Runs in process, without MCP: each corpus (see corpora.py) is loaded, corpus then updates,
 into a fresh temporary memory file through the core API (``Memory``), and every query of
 the chosen query sets goes through ``search_memory`` (default limit and budget) once per
-``min_coverage`` threshold.
+``min_coverage`` threshold; and through the floor (floor.py: plain FTS5 ``bm25()`` over
+the same passages, porter tokenizer, stop words dropped, top 5), in the same run.
 
-    python bench/retrieval/calibrate.py [--corpus services|conversations|both]
+    python bench/retrieval/calibrate.py [--corpus services|conversations|dialogues|all]
                                         [--set tuning|heldout|both]
                                         [--thresholds 0.25,0.3,...] [--semantic]
                                         [--misses THRESHOLD]
@@ -14,8 +15,11 @@ the chosen query sets goes through ``search_memory`` (default limit and budget) 
 with the load; without it the search is lexical only. --misses lists, on stderr, each
 query missed at one threshold with what came back instead, for checking labels.
 
-One markdown table per query set and corpus, and one over both corpora's queries pooled,
-a row per threshold (the search's default in bold). Metrics are run.py's (scoring.py):
+One markdown table per query set and corpus, and one over every corpus's queries pooled,
+a row per threshold (the search's default in bold) and a last row for the floor; then,
+per corpus and set, the default threshold beside the floor, with the floor's recall@5
+that matches must reach: entity recall@5 on services, turn recall@5 on the corpora
+whose answers sit in single turns. Metrics are run.py's (scoring.py):
   recall@1, recall@5, MRR   over the queries that have relevant entities
   turn recall@5             (one of) the query's answer_text is in the top 5 results' text (the
                             conversations corpus): the answering turn itself was returned
@@ -36,7 +40,8 @@ import sys
 import tempfile
 import time
 
-from corpora import CORPORA, QUERY_FILES, Data
+from corpora import CORPORA, QUERY_FILES, TURNS, Data
+from floor import Floor
 from scoring import mean, returned, score
 
 from datasette_memory import Config, Memory, SearchSettings
@@ -73,16 +78,23 @@ def ask(memory: Memory, query: str, threshold: float, settings: SearchSettings) 
 
 
 def sweep(data: Data, memories: dict[str, Memory], thresholds: list[float], settings: SearchSettings) -> dict:
-    "Every query's metrics at every threshold: ``{threshold: {query id: metrics}}``."
+    "Every query's metrics at every threshold, and the floor's: ``{threshold or FLOOR: {query id: metrics}}``."
+    floor = Floor(data)
     return {
-        t: {q["id"]: score(data, q, ask(memories[q["project"]], q["query"], t, settings)) for q in data.queries}
-        for t in thresholds
+        **{t: {q["id"]: score(data, q, ask(memories[q["project"]], q["query"], t, settings)) for q in data.queries} for t in thresholds},
+        FLOOR: {q["id"]: score(data, q, floor.ask(q["project"], q["query"])) for q in data.queries},
     }
 
 
-def row(threshold: float, metrics: list[dict]) -> str:
-    "One threshold's line of a table."
-    label = f"**{threshold:.2f}** (default)" if threshold == DEFAULT_MIN_COVERAGE else f"{threshold:.2f}"
+FLOOR = "floor"  # the floor's row among the thresholds
+
+
+def row(threshold: float | str, metrics: list[dict]) -> str:
+    "One threshold's line of a table, or the floor's."
+    if threshold == FLOOR:
+        label = "FTS5 floor: bm25, top 5"
+    else:
+        label = f"**{threshold:.2f}** (default)" if threshold == DEFAULT_MIN_COVERAGE else f"{threshold:.2f}"
     show = lambda v: "–" if v is None else f"{v:.2f}"
     cells = [show(mean(metrics, key)) for _, key in COLUMNS]
     cells += [f"{mean(metrics, 'entities'):.1f}", f"{mean(metrics, 'bytes'):,.0f}", str(sum(m["cross"] + m["deleted"] for m in metrics))]
@@ -150,7 +162,7 @@ def measure(corpus: str, sets: list[str], thresholds: list[float], settings: Sea
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--corpus", default="both", choices=[*CORPORA, "both"])
+    parser.add_argument("--corpus", default="all", choices=[*CORPORA, "all"])
     parser.add_argument("--set", default="both", choices=[*QUERY_FILES, "both"], help="tuning (queries.jsonl), heldout (heldout.jsonl) or both")
     parser.add_argument("--thresholds", type=parse_thresholds, default=THRESHOLDS, help="min_coverage values, comma-separated")
     parser.add_argument("--semantic", action="store_true", help="use the semantic arm (the vectors extra)")
@@ -159,9 +171,9 @@ def main():
     settings = SearchSettings(semantic=args.semantic)
     if args.semantic and not settings.semantic_on():
         sys.exit("--semantic needs the vectors extra: pip install -e '.[vectors]'")
-    corpora = list(CORPORA) if args.corpus == "both" else [args.corpus]
+    corpora = list(CORPORA) if args.corpus == "all" else [args.corpus]
     sets = list(QUERY_FILES) if args.set == "both" else [args.set]
-    thresholds = sorted({*args.thresholds, *([args.misses] if args.misses is not None else [])})
+    thresholds = sorted({*args.thresholds, DEFAULT_MIN_COVERAGE, *([args.misses] if args.misses is not None else [])})
     measured = {c: measure(c, sets, thresholds, settings, args.misses) for c in corpora}
     print(f"# search_memory ({'lexical and semantic' if args.semantic else 'lexical'}) by min_coverage\n")
     for s in sets:
@@ -169,8 +181,38 @@ def main():
             print(table(f"{corpus}, {s}", *measured[corpus][s]) + "\n")
         if len(corpora) > 1:
             queries = [q for c in corpora for q in measured[c][s][0]]
-            scores = {t: {k: m for c in corpora for k, m in measured[c][s][1][t].items()} for t in thresholds}
-            print(table(f"both corpora, {s}", queries, scores) + "\n")
+            scores = {t: {k: m for c in corpora for k, m in measured[c][s][1][t].items()} for t in [*thresholds, FLOOR]}
+            print(table(f"{len(corpora)} corpora pooled, {s}", queries, scores) + "\n")
+    print(against_the_floor(measured, corpora, sets))
+
+
+SIDE_BY_SIDE = [("recall@1", "r1"), ("recall@5", "r5"), ("MRR", "mrr"), ("turn recall@5", "turn_r5"), ("abstention", "abstained")]
+
+
+def against_the_floor(measured: dict, corpora: list[str], sets: list[str]) -> str:
+    """
+    Per corpus and query set, search_memory at the default threshold beside the
+    floor (cells are search / floor), and whether its recall@5 reaches the floor's:
+    entity recall@5, or turn recall@5 where answers sit in single turns.
+    """
+    lines = [
+        "### search_memory's matches (default threshold) / the FTS5 floor",
+        "",
+        "| corpus | set | " + " | ".join(c for c, _ in SIDE_BY_SIDE) + " | bytes/query | recall@5 against the floor |",
+        "|---|---|" + "---|" * (len(SIDE_BY_SIDE) + 2),
+    ]
+    show = lambda v: "–" if v is None else f"{v:.2f}"
+    for corpus in corpora:
+        for s in sets:
+            queries, scores = measured[corpus][s]
+            ours, floor = ([scores[t][(corpus, q["id"])] for q in queries] for t in (DEFAULT_MIN_COVERAGE, FLOOR))
+            cells = [f"{show(mean(ours, k))} / {show(mean(floor, k))}" for _, k in SIDE_BY_SIDE]
+            cells.append(f"{mean(ours, 'bytes'):,.0f} / {mean(floor, 'bytes'):,.0f}")
+            key = "turn_r5" if corpus in TURNS else "r5"
+            reached = mean(ours, key) >= mean(floor, key) - 1e-9
+            cells.append(f"{'reached' if reached else 'short'} ({'turn ' if corpus in TURNS else ''}{show(mean(ours, key))} vs {show(mean(floor, key))})")
+            lines.append(f"| {corpus} | {s} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":

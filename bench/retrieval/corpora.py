@@ -1,6 +1,6 @@
 """The retrieval corpora: which files make each one, what each project holds before and after its updates.
 
-Two corpora of different shapes, each a folder of the same four files (corpus.jsonl,
+Three corpora of two shapes, each a folder of the same four files (corpus.jsonl,
 updates.jsonl, queries.jsonl tuned on, heldout.jsonl held out):
 
 - ``services``: short facts about services, people and decisions (this folder)
@@ -8,6 +8,9 @@ updates.jsonl, queries.jsonl tuned on, heldout.jsonl held out):
   observations are the turns in order (``conversations/``); each answerable query
   names its answering turn by a distinctive substring, ``answer_text`` (or a list of
   them when more than one turn answers it)
+- ``dialogues``: longer multi-session dialogues of the same shape, written later and
+  apart from the search code (``dialogues/``): a clinic's booking app, a student rover
+  team, an open-source library; 12 sessions of about 30 turns
 
 :class:`Data` refuses labels that contradict the data, so a wrong label stops a run
 instead of skewing it.
@@ -18,7 +21,8 @@ import pathlib
 import sys
 
 HERE = pathlib.Path(__file__).resolve().parent
-CORPORA = {"services": HERE, "conversations": HERE / "conversations"}
+CORPORA = {"services": HERE, "conversations": HERE / "conversations", "dialogues": HERE / "dialogues"}
+TURNS = {"conversations", "dialogues"}  # the corpora whose answers sit in single turns: their floor is a turn's
 QUERY_FILES = {"tuning": "queries.jsonl", "heldout": "heldout.jsonl"}
 KINDS = ["keyword", "question", "paraphrase", "abstention", "update"]
 
@@ -33,7 +37,7 @@ class Data:
     One corpus with its updates and one query file, with the facts scoring needs.
 
     :param queries: the query file, in the corpus's folder: queries.jsonl (tuned on) or heldout.jsonl
-    :param corpus: ``services`` or ``conversations``
+    :param corpus: ``services``, ``conversations`` or ``dialogues``
     """
 
     def __init__(self, queries: str = "queries.jsonl", corpus: str = "services"):

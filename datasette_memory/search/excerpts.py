@@ -1,4 +1,10 @@
-"""What a search result shows of an entity: its name and type, and the observations that matter."""
+"""What a search result shows of an entity: its name and type, and the observations that matter.
+
+A match shows the observations that matched, each with the one after it: in a
+conversation stored as turns, a question's answer is the next turn (on the
+retrieval benchmark's conversations, the answering turn came back 5 to 10% more
+often; README, Retrieval).
+"""
 
 import json
 import sqlite3
@@ -17,12 +23,13 @@ def entity_rows(conn: sqlite3.Connection, ids: Iterable[int]) -> dict[int, tuple
 
 
 def observation_texts(conn: sqlite3.Connection, entity_id: int, observation_ids: Iterable[int]) -> list[str]:
-    "The matching observations, oldest first, or the entity's first few if only its name matched."
+    "The matching observations, each with the entity's next one, oldest first; or its first few if only its name matched."
     wanted = sorted(observation_ids)
     if wanted:
         rows = conn.execute(
-            "SELECT content FROM observations WHERE id IN (SELECT value FROM json_each(?)) ORDER BY id",
-            [json.dumps(wanted)],
+            "SELECT content FROM observations WHERE entity_id = ?1 AND id IN (SELECT value FROM json_each(?2) UNION "
+            "SELECT (SELECT min(id) FROM observations WHERE entity_id = ?1 AND id > m.value) FROM json_each(?2) m) ORDER BY id",
+            [entity_id, json.dumps(wanted)],
         )
     else:
         rows = conn.execute(

@@ -5,7 +5,8 @@ not (:mod:`.name_matches`); then an entity matching more of the query's content 
 ranks above one matching fewer; among equals, a stronger BM25 match ranks higher;
 a newer observation only breaks ties. A match is an entity the query names, or
 one with a passage (an observation with its entity's name and type) covering
-enough of the query's IDF-weighted content, including a term that is not generic.
+enough of the query's IDF-weighted content and at least half its terms,
+including a term that is not generic.
 
 With the semantic arm on, among entities matching the same number of terms
 the order is the reciprocal rank fusion of the BM25 and vector rankings, and
@@ -82,12 +83,14 @@ def add_named(
 
 def answers(candidate: Candidate, stats: dict[str, TermStats], min_weight: float) -> bool:
     """
-    Whether one of the candidate's passages covers enough of the query (at
-    least ``min_weight`` of its terms' weights), with a term that is not generic.
+    Whether one of the candidate's passages covers enough of the query: at
+    least ``min_weight`` of its terms' weights, at least half of its terms
+    (rounded down: one of two or three, two of four or five), and a term that is not generic.
     """
     if sum(stats[t].weight for t in candidate.terms) < min_weight:
         return False  # not even all its passages together
+    least = max(1, len(stats) // 2)
     return any(
-        sum(stats[t].weight for t in terms) >= min_weight and any(not stats[t].generic for t in terms)
+        len(terms) >= least and sum(stats[t].weight for t in terms) >= min_weight and any(not stats[t].generic for t in terms)
         for terms in candidate.passages()
     )
