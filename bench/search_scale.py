@@ -50,6 +50,11 @@ AND-ed, on the same queries.
     python bench/search_scale.py [--entities 100000] [--observations-per-entity 5,10] [--queries 50]
         [--stdio-calls 20] [--official-calls 5] [--no-official] [--rebuild] [--seed 2025]
 
+``--entities 1000,3000,100000`` builds a file for each size (the same generator, so
+the same kinds of text and query) and ends with a table of in-process
+``search_memory`` times per query kind at each size, beside the largest: a small
+project should be no slower than a big one.
+
 The official server comes from tests/official (run 'npm ci --prefix tests/official').
 To time one commit while the working tree changes, put its tree first on the path:
 ``git archive HEAD datasette_memory mcp_bridge | tar -x -C /tmp/head`` and run with
@@ -533,8 +538,8 @@ def print_times(times: dict[tuple, list[float]], notes: list[str]) -> None:
         print(f"\n{note}.")
 
 
-def run(corpus: Corpus, args: argparse.Namespace) -> None:
-    "Build (or reuse) the file for ``corpus``, time every door on it, and print its tables."
+def run(corpus: Corpus, args: argparse.Namespace) -> dict[tuple, list[float]]:
+    "Build (or reuse) the file for ``corpus``, time every door on it, print its tables, and return its times."
     started = load()
     built = build(corpus, args.rebuild)
     raw = sqlite3.connect(f"file:{built.db}?mode=ro", uri=True)
@@ -558,11 +563,27 @@ def run(corpus: Corpus, args: argparse.Namespace) -> None:
     print_answers(answers)
     print()
     raw.close()
+    return times
+
+
+def print_sizes(by_size: dict[Corpus, dict[tuple, list[float]]]) -> None:
+    "In-process search_memory per query kind at each size, beside the largest: small projects should be no slower."
+    largest = max(by_size, key=lambda c: c.entities)
+    print(f"### search_memory in process, by project size (p50 / p95 ms; ratio of p50s to {largest.entities:,} entities)\n")
+    print("| query kind | " + " | ".join(f"{c.entities:,} x {c.per_entity}" for c in by_size) + " |")
+    print("|---|" + "---:|" * len(by_size))
+    for kind in KINDS:
+        cells = []
+        for corpus, times in by_size.items():
+            values, base = times[(IN_PROCESS, "search_memory", kind)], by_size[largest][(IN_PROCESS, "search_memory", kind)]
+            cells.append(f"{ms(p(values, 50))} / {ms(p(values, 95))} ({ratio(p(values, 50) / p(base, 50))})")
+        print(f"| {kind} | " + " | ".join(cells) + " |")
+    print()
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--entities", type=int, default=100_000, help="entities in the file, all in one project")
+    parser.add_argument("--entities", default="100000", help="entities in the file, all in one project; a comma list builds a file for each")
     parser.add_argument("--observations-per-entity", default="5,10", help="observations per entity; a comma list builds a file for each")
     parser.add_argument("--queries", type=int, default=50, help="queries of each kind, in-process and raw FTS5")
     parser.add_argument("--stdio-calls", type=int, default=20, help="queries of each kind per tool over MCP stdio, our server")
@@ -571,8 +592,13 @@ def main() -> None:
     parser.add_argument("--rebuild", action="store_true", help="build the files again instead of reusing the cached ones")
     parser.add_argument("--seed", type=int, default=2025, help="seed of the text and of the queries")
     args = parser.parse_args()
-    for per_entity in (int(n) for n in args.observations_per_entity.split(",")):
-        run(Corpus(args.entities, per_entity, args.seed), args)
+    by_size = {}
+    for entities in (int(n) for n in args.entities.split(",")):
+        for per_entity in (int(n) for n in args.observations_per_entity.split(",")):
+            corpus = Corpus(entities, per_entity, args.seed)
+            by_size[corpus] = run(corpus, args)
+    if len(by_size) > 1:
+        print_sizes(by_size)
 
 
 if __name__ == "__main__":

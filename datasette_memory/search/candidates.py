@@ -1,17 +1,19 @@
 """Candidates: each entity's evidence for a query, gathered from the word indexes.
 
 A word in at most :data:`RARE_ROWS` rows of every word index is rare in the
-file: its hits are ranked by BM25, as they always were. A word in more is
-common: ranking all its rows with FTS5's ``bm25()`` means reading and scoring
-tens of thousands of rows per query (ranking a question's words that way takes
-224 ms p50 at 100,000 entities in ``bench/search_scale.py``), so a common word
-is never ranked. Its weight comes from the project's sample
-(:mod:`.project_sample`), and it is looked for only where it meets the words
-that found the candidates: in the observations they found (FTS5 intersects
-the doclists without ranking), and in the names and types of the best
-candidates. When only common words are asked, the weightiest one that is not
-generic finds the candidates among its newest rows; when every word is
-generic nothing can match, and nothing is read.
+file: its hits are ranked by BM25, as they always were, all of them (a word
+index returns up to :data:`HITS_PER_TERM`). A word in more is common: ranking
+all its rows with FTS5's ``bm25()`` means reading and scoring them per query
+(ranking a question's words that way takes 224 ms p50 at 100,000 entities in
+``bench/search_scale.py``), and turning hundreds of hits into candidates in
+Python was most of a question's 4 to 8 ms at 1,000 to 3,000 entities, where few
+words are in a thousand rows; so a common word is never ranked. Its weight comes
+from the project's sample (:mod:`.project_sample`), and it is looked for only
+where it meets the words that found the candidates: in the observations they
+found (FTS5 intersects the doclists without ranking), and in the names and
+types of the best candidates. When only common words are asked, the weightiest
+one that is not generic finds the candidates among its newest rows; when every
+word is generic nothing can match, and nothing is read.
 
 A common word found counts its project IDF as its strength (BM25's score for
 one occurrence in a passage of average length), so the rules of ranking hold
@@ -29,7 +31,7 @@ from .terms import fts_quote, plain_words
 from .weights import INDEXES, TermStats, term_stats
 
 HITS_PER_TERM = 500
-RARE_ROWS = 1000  # a word in more rows of one word index is common in the file
+RARE_ROWS = 200  # a word in more rows of one word index is common in the file
 COMMON_ROWS = 200  # newest rows of the project a common term reads when it must find the candidates itself
 LOOKED_WITHIN = 200  # best candidates common words are looked for in
 HIT_QUERIES = {  # one per word index, by the names in weights.INDEXES
