@@ -1,7 +1,8 @@
-"""What the tests need from outside Python (Chromium, Node and the official server): where it is, and what happens without it."""
+"""What the tests need from outside Python (Chromium, Node and the official server, Litestream, an S3 server): where it is, and what happens without it."""
 
 import os
 import shutil
+import sys
 from typing import NoReturn
 
 import pytest
@@ -34,3 +35,22 @@ def chromium_path() -> str:
     if not path:
         missing("no Chromium for the page tests: apt-get install chromium, or set DATASETTE_MEMORY_CHROMIUM to its executable")
     return path
+
+
+def litestream():
+    "The Litestream binary the replicate extra installs (tests/run installs it), as the commands find it."
+    from datasette_memory.replication import Litestream, ReplicationError
+
+    try:
+        return Litestream.find(os.environ)
+    except ReplicationError as e:
+        missing(str(e))
+
+
+def moto_server() -> list[str]:
+    "The command that starts moto's S3-compatible server (the test extra's moto[server]), arguments to follow."
+    import importlib.util
+
+    if importlib.util.find_spec("moto") is None or importlib.util.find_spec("flask") is None:
+        missing("no moto server for the S3 replication tests: pip install 'datasette-memory[test]' (moto[server])")
+    return [sys.executable, "-m", "moto.server"]

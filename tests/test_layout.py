@@ -30,6 +30,8 @@ CORE_ROOMS = {
     "search": {"core", "graph", "vectors", "search"},
     # memory rebuilt from the ledger: verify, as-of reads, diffs, provenance
     "history": {"core", "graph", "governed", "sqltools", "vectors", "search", "history"},
+    # replication with Litestream, and the replica compared with the file: over the ledger and verify
+    "replication": {"core", "history", "replication"},
     # datasette_memory's own modules: Memory, Config and the file overview, over every core room
     "facade": {"core", "graph", "governed", "sqltools", "vectors", "search", "history", "facade"},
 }

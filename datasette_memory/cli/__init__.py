@@ -20,6 +20,8 @@ COMMANDS = {
     "export": ".import_export:export",
     "create-token": ".serve:create_token",
     "verify": ".verify:verify",
+    "replicate": ".replicate:replicate",
+    "restore": ".restore:restore",
     "backfill-vectors": ".backfill:backfill_vectors",
     "install": ".install:install",
     "uninstall": ".install:uninstall",

@@ -1,6 +1,7 @@
 """``serve`` and ``create-token``: the memory file in Datasette, and tokens for scripts and MCP over HTTP."""
 
 import asyncio
+import contextlib
 import getpass
 import hashlib
 import io
@@ -8,7 +9,10 @@ import json
 import os
 import pathlib
 import secrets
+import signal
+from collections.abc import Iterator
 from dataclasses import dataclass
+from types import FrameType
 from typing import IO, Any
 
 import click
@@ -18,6 +22,7 @@ from ..config import Config
 from ..core.atomic_files import write_atomically
 from ..governed.person_actions import APPROVE_ACTION, CURATE_ACTION
 from .options import config_options, db_option, open_db, say_witness
+from .replica_options import s3_options
 
 
 @click.command()
@@ -59,6 +64,15 @@ from .options import config_options, db_option, open_db, say_witness
     "accounts, permissions",
 )
 @click.option("--root", is_flag=True, help="Also print Datasette's own sign-in link for root, who holds every action")
+@click.option(
+    "--replicate-to",
+    metavar="URL",
+    help="Also replicate the memory file with Litestream while serving (file:///path/to/folder or s3://bucket/path), "
+    "after comparing it with the replica's newest copy",
+)
+@click.option("--replace-replica", is_flag=True, help="With --replicate-to: replicate even over a replica that holds "
+              "history this file lacks (once a person acknowledged it), or another file's replica")
+@s3_options
 @config_options
 @click.pass_context
 def serve(
@@ -73,18 +87,23 @@ def serve(
     public: bool,
     extra_config: IO[str] | None,
     root: bool,
+    replicate_to: str | None,
+    replace_replica: bool,
+    s3: dict[str, Any],
     config: Config,
 ) -> None:
     """Serve the memory file in Datasette, creating and migrating it if needed.
 
     Prints a sign-in link for the owner at each start; the sign-in lasts across
     restarts. On a host other than this machine, only signed-in people and API
-    tokens can read memory, unless --public.
+    tokens can read memory, unless --public. With --replicate-to, Litestream
+    replicates the file beside the server and stops with it.
     """
-    from datasette.cli import serve as datasette_serve
+    from .replica_options import litestream, replica_target
+    from .replicate import begin
 
-    from ..plugin.resources import datasette_config
-
+    target = replica_target(replicate_to, s3, "--replicate-to") if replicate_to else None
+    binary = litestream() if target else None
     path, conn = open_db(db_path)
     try:
         secret = token_secret(path)  # an unusable secret file stops the start here, before any link is printed
@@ -92,15 +111,58 @@ def serve(
         say_witness(conn, "serve")
     finally:
         conn.close()
+    replication = begin(path, target, binary, replace_replica, "serve") if target and binary else None
+    with replication_stopped_last(replication):
+        run_datasette(ctx, path, secret, host, port, People(owner, approvers, curators, root), allow_hosts, public,
+                      extra_config, config)
+
+
+class Terminated(Exception):
+    "SIGTERM arrived: the server has stopped (or never started), and replication stops before the process ends."
+
+
+def terminated(signum: int, frame: FrameType | None) -> None:
+    raise Terminated()
+
+
+@contextlib.contextmanager
+def replication_stopped_last(replication: Any) -> Iterator[None]:
+    """
+    Stop ``replication`` (if any) after the server, however it stops: uvicorn, on SIGTERM, shuts down
+    and then raises SIGTERM again for the handler it found, which ends the process at once unless the
+    handler is this one; so the last upload is waited for, and then the process ends as SIGTERM ends it.
+    """
+    if replication is None:
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, terminated)
+    ended_by_signal = False
+    try:
+        yield
+    except Terminated:
+        ended_by_signal = True
+    finally:
+        replication.stop()
+        signal.signal(signal.SIGTERM, previous)
+    if ended_by_signal:
+        signal.raise_signal(signal.SIGTERM)
+
+
+def run_datasette(ctx: click.Context, path: pathlib.Path, secret: str, host: str, port: int, people: "People",
+                  allow_hosts: tuple[str, ...], public: bool, extra_config: IO[str] | None, config: Config) -> None:
+    "Print the sign-in link, and run Datasette on the memory file until it stops."
+    from datasette.cli import serve as datasette_serve
+
+    from ..plugin.resources import datasette_config
+
     token = secrets.token_urlsafe(24)
-    people = People(owner, approvers, curators, root)
     anonymous_reads = public or is_loopback(host)
     settings = serve_config(
         path, config, people, hashlib.sha256(token.encode()).hexdigest(), anonymous_reads, allowed_hosts=(host, *allow_hosts)
     )
     if extra_config is not None:
         settings = merged(settings, yaml.safe_load(extra_config) or {})
-    click.echo(f"Sign in as {owner}: http://{url_host(host)}:{port}/-/memory/sign-in?token={token}", err=True)
+    click.echo(f"Sign in as {people.owner}: http://{url_host(host)}:{port}/-/memory/sign-in?token={token}", err=True)
     if not anonymous_reads:
         click.echo(
             f"Listening on {host}: anonymous visitors cannot read memory; people sign in, scripts use API tokens "
@@ -115,7 +177,7 @@ def serve(
         config=io.StringIO(json.dumps(settings)),
         metadata=io.StringIO(json.dumps(datasette_config("metadata.yml", path.stem))),
         secret=secret,
-        root=root,
+        root=people.root,
     )
 
 
