@@ -429,6 +429,21 @@ def test_an_endpoint_that_is_not_one_is_refused(tmp_path):
     assert done.returncode == 2 and "is not an endpoint; give http(s)://host[:port]" in done.stderr
 
 
+def test_a_bucket_that_cannot_be_read_is_said_so(tmp_path, s3_endpoint):
+    "No such bucket: verify --against cannot check (exit 2) and replicate does not start, both saying what to check."
+    place = bucket_replica(s3_endpoint)
+    place.url = "s3://no-such-bucket/team/memory"
+    db = tmp_path / "memory.db"
+    Memory.open(db).close()
+    done = cli(["verify", "--db", str(db), "--against", place.url, *place.options], place)
+    assert done.returncode == 2
+    assert "could not list the replica at s3://no-such-bucket/team/memory (endpoint http://127.0.0.1:" in done.stderr
+    assert "NoSuchBucket" in done.stderr and "check the bucket and path, the endpoint" in done.stderr
+    done = cli(["replicate", "--db", str(db), "--to", place.url, *place.options], place)
+    assert done.returncode == 1 and "could not list the replica at s3://no-such-bucket/team/memory" in done.stderr
+    assert "Replicating " not in done.stderr
+
+
 def test_replicate_refuses_a_missing_file_a_tampered_one_and_a_second_replication(tmp_path, folder):
     done = cli(["replicate", "--db", str(tmp_path / "missing.db"), "--to", folder.url], folder)
     assert done.returncode == 1 and "missing.db: no such file" in done.stderr
@@ -451,17 +466,14 @@ def test_replicate_refuses_a_missing_file_a_tampered_one_and_a_second_replicatio
 
 def test_without_the_extra_the_error_names_it(tmp_path):
     "A Python without the replicate extra's Litestream (a venv of its own, the project on its path): the error says what to install."
-    import shutil
-
-    bare = "/usr/bin:/bin"
-    if shutil.which("litestream", path=bare):
-        pytest.skip("this machine has a Litestream in /usr/bin or /bin")
+    bare = tmp_path / "nothing on the path"
+    bare.mkdir()
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(tmp_path / "venv")], check=True)
     db = tmp_path / "memory.db"
     Memory.open(db).close()
     done = subprocess.run([str(tmp_path / "venv" / "bin" / "python"), "-m", "datasette_memory", "replicate", "--db", str(db),
                            "--to", f"file://{tmp_path / 'replica'}"], capture_output=True, text=True,
-                          env={"PATH": bare, "PYTHONPATH": os.pathsep.join(sys.path), "HOME": str(tmp_path)})
+                          env={"PATH": str(bare), "PYTHONPATH": os.pathsep.join(sys.path), "HOME": str(tmp_path)})
     assert done.returncode == 1
     assert "Litestream is not installed, and replication runs it: pip install 'datasette-memory[replicate]'" in done.stderr
 

@@ -28,7 +28,6 @@ from ..core import witness
 from ..core.log_heads import LOG_NAMES, LOGS
 from ..history.file_check import open_read_only, read_only_uri
 from .replica_copies import Copy, Replica
-from .replica_target import ReplicationError
 
 LOSSES = ("shorter", "diverges")  # what the local file lost, which the witness records
 SEVERITY = ["agrees", "replica behind", "empty", "shorter", "diverges", "other file"]
@@ -257,7 +256,3 @@ def refusal(found: dict[str, Any], replace: bool) -> str | None:
                 "--replace-replica to replicate this file over it, or replicate to another path")
     return None
 
-
-def unreachable(error: ReplicationError) -> dict[str, Any]:
-    "A report for a replica that could not be read."
-    return {"status": "unreachable", "ok": False, "summary": str(error), "comparisons": [], "problems": []}
