@@ -189,6 +189,14 @@ def test_the_configuration_is_private_and_holds_no_secret(tmp_path, s3_endpoint)
 # A writer killed mid-burst: the replica is a prefix of the chain, never a fork, and nothing acknowledged is lost
 
 
+def private_folders(db):
+    "The private folders holding a Litestream configuration for ``db``."
+    import tempfile
+
+    return [folder for folder in pathlib.Path(tempfile.gettempdir()).glob("datasette-memory-replicate-*")
+            if str(db) in (folder / "litestream.yml").read_text()]
+
+
 def children(pid):
     "The processes ``pid`` started (Litestream, for serve and replicate)."
     found = []
@@ -247,12 +255,15 @@ def test_kill_9_mid_burst_leaves_a_prefix_never_a_fork(tmp_path, place):
     replica = events(copy)
     assert 1 <= len(replica) <= len(primary)
     assert replica == primary[: len(replica)], "the replica's ledger is a prefix of the primary's: never a fork"
+    assert private_folders(db), "the killed hub's Litestream configuration was left behind"
     # replication resumes from the primary and catches up: nothing acknowledged is lost
     running = replicating(db, place)
     try:
         running.wait_for(f"it holds every event ({primary[-1][0]})")
+        assert len(private_folders(db)) == 1, "the killed one's folder is removed, its own is there"
     finally:
         assert running.stop() == 0
+    assert not private_folders(db)
     done, again = restored(place, tmp_path, name="again.db")
     assert done.returncode == 0, done.stdout + done.stderr
     assert events(again) == primary

@@ -39,7 +39,7 @@ import urllib.parse
 from collections.abc import Callable
 from typing import Any
 
-from .litestream import Litestream, write_config
+from .litestream import CONFIG_NAME, Litestream, write_config
 from .replica_target import ReplicaTarget, ReplicationError
 
 LOCK_SUFFIX = ".replication.lock"
@@ -97,6 +97,7 @@ class Replication:
         :raises ReplicationError: if the file is replicated already, or Litestream does not start
         """
         self.lock_file = take_lock(self.path)
+        remove_leftovers(self.path)
         self.folder = pathlib.Path(tempfile_folder())
         self.socket = self.folder / "litestream.sock"
         config = write_config(self.folder, str(self.path), self.target, socket=self.socket)
@@ -312,13 +313,34 @@ def ledger_head(path: pathlib.Path) -> int:
         conn.close()
 
 
+FOLDER_PREFIXES = ("datasette-memory-replicate-", "dm-replicate-")
+
+
 def tempfile_folder() -> str:
     "A private folder (0700) whose socket path fits a Unix socket's 108 bytes."
-    folder = tempfile.mkdtemp(prefix="datasette-memory-replicate-")
+    folder = tempfile.mkdtemp(prefix=FOLDER_PREFIXES[0])
     if len(folder) > 80:
         shutil.rmtree(folder, ignore_errors=True)
-        folder = tempfile.mkdtemp(prefix="dm-replicate-", dir="/tmp")
+        folder = tempfile.mkdtemp(prefix=FOLDER_PREFIXES[1], dir="/tmp")
     return folder
+
+
+def remove_leftovers(memory_path: pathlib.Path) -> list[str]:
+    """
+    Remove the private folders a replication of ``memory_path`` left when it was killed
+    (its configuration and a dead socket): the replication lock is held, so none is in use.
+
+    :return: the folders removed
+    """
+    removed = []
+    for parent in {pathlib.Path(tempfile.gettempdir()), pathlib.Path("/tmp")}:
+        for folder in (f for prefix in FOLDER_PREFIXES for f in parent.glob(f"{prefix}*")):
+            with contextlib.suppress(OSError, ValueError, KeyError, IndexError, TypeError):
+                config = json.loads((folder / CONFIG_NAME).read_text())
+                if config["dbs"][0]["path"] == str(memory_path) and folder.stat().st_uid == os.getuid():
+                    shutil.rmtree(folder)
+                    removed.append(str(folder))
+    return removed
 
 
 def lock_path(memory_path: pathlib.Path) -> pathlib.Path:
