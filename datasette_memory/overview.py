@@ -132,3 +132,16 @@ def projects_holding_memory(conn: sqlite3.Connection) -> list[tuple[str, int, in
     facts = dict(conn.execute("SELECT project, count(*) FROM facts GROUP BY project"))
     sizes = [(name, entities.get(name, 0), facts.get(name, 0)) for name in set(entities) | set(facts)]
     return sorted(sizes, key=lambda size: (-size[1], -size[2], size[0]))
+
+
+def pending_by_project(conn: sqlite3.Connection) -> list[tuple[str, int]]:
+    "Each project with claims waiting for a person's review, and how many, by name."
+    return [(project, count) for project, count in conn.execute(
+        "SELECT project, count(*) FROM claims WHERE status = 'candidate' GROUP BY project ORDER BY project"
+    )]
+
+
+def busiest_project(conn: sqlite3.Connection) -> str | None:
+    "The project of the newest event (the one with the most recent activity), or None for an empty ledger."
+    row = conn.execute("SELECT project FROM events ORDER BY id DESC LIMIT 1").fetchone()
+    return row[0] if row else None

@@ -67,9 +67,11 @@ async def test_a_person_reviews_then_confirms_and_the_divergence_is_acknowledged
     datasette = await served(tampered)
     alice = {"actor": {"id": "alice"}, "headers": SAME_SITE}
     before = ledger_length(tampered)
-    empty = await datasette.client.post(PAGE, data={"reason": " ", "step": "confirm"}, **alice)
+    empty = await datasette.client.post(PAGE, data={"reason": " ", "step": "confirm"}, follow_redirects=True, **alice)
     assert empty.status_code == 400 and "reason: say why" in empty.text
-    confirm = await datasette.client.post(PAGE, data={"reason": "restored from last night's backup", "step": "confirm"}, **alice)
+    posted = await datasette.client.post(PAGE, data={"reason": "restored from last night's backup", "step": "confirm"}, **alice)
+    assert posted.status_code == 302 and posted.headers["location"].startswith(f"{PAGE}?draft=")  # POST-redirect-GET
+    confirm = await datasette.client.get(posted.headers["location"], actor={"id": "alice"})
     assert confirm.status_code == 200
     assert "What will be acknowledged" in confirm.text and 'name="step" value="apply"' in confirm.text
     assert ledger_length(tampered) == before and witness.unacknowledged(witness.read(tampered)), "nothing done yet"
@@ -81,9 +83,11 @@ async def test_a_person_reviews_then_confirms_and_the_divergence_is_acknowledged
     assert verify_file(tampered)["ok"] is True
     assert (await datasette.client.get("/-/memory.json")).json()["integrity"]["ok"] is True, "Datasette's own connections agree"
     page = await datasette.client.get(PAGE, actor={"id": "alice"})
-    assert "by <bdi>alice</bdi> at" in page.text and "restored from last night" in page.text and "waiting for a person" not in page.text
-    again = await datasette.client.post(PAGE, data={"reason": "twice", "step": "apply"}, **alice)
-    assert again.status_code == 400 and "there is no divergence to acknowledge" in again.text
+    assert "by <bdi>alice</bdi> <time" in page.text and "restored from last night" in page.text and "waiting for a person" not in page.text
+    back = await datasette.client.get(posted.headers["location"], actor={"id": "alice"})  # Back, to the confirmation
+    assert "there is nothing to acknowledge" in back.text and 'name="step" value="apply"' not in back.text
+    again = await datasette.client.post(PAGE, data={"reason": "twice", "step": "apply"}, follow_redirects=True, **alice)
+    assert again.request.method == "GET" and "Not done: there is no divergence to acknowledge" in again.text
 
 
 def test_in_a_browser_a_person_follows_the_warning_and_acknowledges(tampered, page):

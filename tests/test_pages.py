@@ -86,11 +86,11 @@ def test_search_shows_neighbours_and_says_when_nothing_answers(server, page):
     expect(page.get_by_label("graph neighbours")).to_be_checked()
     page.get_by_label("Question or keywords").fill("What is the retention period for audit logs?")
     page.get_by_role("button", name="Search").click()
-    expect(page.locator(".message-info")).to_have_text("Memory holds nothing that answers this in payments.")
+    expect(page.locator(".memory-empty")).to_have_text("Memory holds nothing that answers this in payments.")
     expect(page.locator(".memory-results")).to_have_count(0)
     # the mobile project's thing is not found from payments, and is from mobile
     page.goto(f"{server}/-/memory/search?project=payments&q=APNs")
-    expect(page.locator(".message-info")).to_contain_text("Memory holds nothing")
+    expect(page.locator(".memory-empty")).to_contain_text("Memory holds nothing")
     page.get_by_label("Project").select_option("mobile")
     page.get_by_role("button", name="Search").click()
     expect(page.locator(".memory-results li strong a")).to_have_text(["push-notifier"])
@@ -102,4 +102,4 @@ def test_bad_searches_explain_themselves(server, page):
     expect(page.get_by_role("button", name="Search")).to_be_visible()  # the form stays, to try again
     page.goto(f"{server}/-/memory/search?project=payments&q=%22unclosed+phrase")  # malformed FTS5: read as words
     expect(page.locator(".message-error")).to_have_count(0)
-    expect(page.locator(".message-info, .memory-results")).to_have_count(1)
+    expect(page.locator(".memory-empty, .memory-results")).to_have_count(1)

@@ -98,7 +98,7 @@ def test_a_reviewer_signs_in_sees_the_contradiction_approves_through_the_confirm
     expect(page).to_have_url(f"{base}/-/memory/claims/1")
     expect(page.locator(".message-info")).to_contain_text("Claim #1 approved: fact #2 holds")
     screenshot(page, "claim")
-    page.locator(".memory-card").get_by_role("link", name="auth-gateway").click()
+    page.locator(".memory-card .memory-statement").first.get_by_role("link", name="auth-gateway").click()
     expect(page.locator("h1")).to_contain_text("auth-gateway")
     expect(page.locator("body")).to_contain_text("8443")
     expect(page.locator('a[href$="/-/memory/facts/2"]').first).to_be_visible()

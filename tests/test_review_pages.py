@@ -95,17 +95,20 @@ async def test_approving_shows_what_will_change_then_does_it(datasette, stored, 
     form = await datasette.client.get("/-/memory/claims/2/approve", **options)
     assert form.status_code == 200 and 'name="rationale"' in form.text and "contradicts fact #1" in form.text
     fields = {"rationale": "the migration finished", "valid_from": "2025-06-01"}
-    confirm = await datasette.client.post("/-/memory/claims/2/approve", data={**fields, "step": "confirm"}, headers=SAME_SITE, **options)
+    posted = await datasette.client.post("/-/memory/claims/2/approve", data={**fields, "step": "confirm"}, headers=SAME_SITE, **options)
+    assert posted.status_code == 302 and posted.headers["location"].startswith("/-/memory/claims/2/approve?draft=")  # POST-redirect-GET
+    confirm = await datasette.client.get(posted.headers["location"], **options)
     assert confirm.status_code == 200
     text = " ".join(confirm.text.split())
-    assert "becomes <strong>approved</strong>" in text and "valid from 2025-06-01T00:00:00.000000+00:00 to no end" in text
+    assert "becomes <strong>approved</strong>" in text
+    assert 'valid from <time datetime="2025-06-01T00:00:00.000000+00:00" title="2025-06-01 00:00:00 UTC">' in text and "with no end" in text
     assert "It will contradict: fact #1 (<bdi>postgres 16</bdi>)" in text
     assert 'name="step" value="apply"' in confirm.text
     assert events(stored) == before  # the confirmation step rehearsed it: nothing written
     applied = await datasette.client.post("/-/memory/claims/2/approve", data={**fields, "step": "apply"}, headers=SAME_SITE, **options)
     assert applied.status_code == 302 and applied.headers["location"] == "/-/memory/claims/2"
     result = await datasette.client.get("/-/memory/claims/2", cookies=dict(applied.cookies), **options)
-    assert "Claim #2 approved: fact #2 holds from 2025-06-01" in result.text  # the message
+    assert "Claim #2 approved: fact #2 holds from 2025-06-01 00:00:00 UTC" in result.text  # the message
     assert "The fact it became" in result.text
     actor_id = options["actor"]["id"]
     assert stored.conn.execute("SELECT actor, kind FROM events ORDER BY id DESC LIMIT 1").fetchone() == (actor_id, "approve_claim")
@@ -113,25 +116,33 @@ async def test_approving_shows_what_will_change_then_does_it(datasette, stored, 
 
 
 async def test_a_bad_field_comes_back_on_the_form_and_a_stale_act_is_refused(datasette, stored):
-    alice = {"actor": {"id": "alice"}}
-    empty = await datasette.client.post("/-/memory/claims/2/reject", data={"rationale": "  ", "step": "confirm"}, headers=SAME_SITE, **alice)
+    alice = {"actor": {"id": "alice"}, "headers": SAME_SITE, "follow_redirects": True}
+    empty = await datasette.client.post("/-/memory/claims/2/reject", data={"rationale": "  ", "step": "confirm"}, **alice)
     assert empty.status_code == 400 and "rationale: must not be empty" in empty.text and 'name="rationale"' in empty.text
+    assert empty.request.method == "GET" and "draft=" in str(empty.url)  # the form again, reached by a redirect
     bad_time = await datasette.client.post(
-        "/-/memory/claims/2/approve", data={"rationale": "ok", "valid_from": "soon", "step": "confirm"}, headers=SAME_SITE, **alice
+        "/-/memory/claims/2/approve", data={"rationale": "ok", "valid_from": "soon", "step": "confirm"}, **alice
     )
     assert bad_time.status_code == 400 and "valid_from: &#39;soon&#39; is not an ISO 8601 date" in bad_time.text
-    done = await datasette.client.post("/-/memory/claims/2/reject", data={"rationale": "no", "step": "apply"}, headers=SAME_SITE, **alice)
-    assert done.status_code == 302
-    again = await datasette.client.post("/-/memory/claims/2/reject", data={"rationale": "no", "step": "apply"}, headers=SAME_SITE, **alice)
-    assert again.status_code == 400 and "claim 2 is rejected" in again.text
+    assert 'value="soon"' in bad_time.text  # what was typed stays, to be corrected
+    done = await datasette.client.post("/-/memory/claims/2/reject", data={"rationale": "no", "step": "apply"}, **alice)
+    assert done.status_code == 200 and str(done.url).endswith("/-/memory/claims/2")
+    again = await datasette.client.post("/-/memory/claims/2/reject", data={"rationale": "no", "step": "apply"}, **alice)
+    assert again.request.method == "GET" and "Not done: claim_id: claim 2 is rejected" in again.text
+    assert "Claim #2 is rejected now" in again.text and 'name="rationale"' not in again.text
+    form = await datasette.client.get("/-/memory/claims/2/approve", actor={"id": "alice"})
+    assert "Claim #2 is rejected now" in form.text and "There is nothing to approve" in form.text and 'name="rationale"' not in form.text
+    gone = await datasette.client.get("/-/memory/claims/1/approve?draft=forgotten", actor={"id": "alice"})
+    assert "no longer kept" in gone.text and 'name="rationale"' in gone.text
 
 
 async def test_fact_forms_supersede_invalidate_revalidate_and_record(datasette, stored):
     alice = {"actor": {"id": "alice"}, "headers": SAME_SITE}
     superseded = await datasette.client.post(
-        "/-/memory/facts/1/supersede", data={"object": "postgres 17", "rationale": "upgraded", "effective": "2025-09-01", "step": "confirm"}, **alice
+        "/-/memory/facts/1/supersede", data={"object": "postgres 17", "rationale": "upgraded", "effective": "2025-09-01", "step": "confirm"},
+        follow_redirects=True, **alice
     )
-    assert "stops holding</strong> at 2025-09-01" in superseded.text and "postgres 17" in superseded.text
+    assert 'stops holding</strong> <time datetime="2025-09-01T00:00:00.000000+00:00"' in superseded.text and "postgres 17" in superseded.text
     applied = await datasette.client.post(
         "/-/memory/facts/1/supersede", data={"object": "postgres 17", "rationale": "upgraded", "effective": "2025-09-01", "step": "apply"}, **alice
     )

@@ -54,7 +54,9 @@ ENTITY_MATCH = f"""(
 BOOKKEEPING = ("id", "project", "proposed_at", "proposed_by", "recorded_at", "recorded_by", "added_at", "added_by", "reviews",
                "subject_key", "predicate_key", "object_key")
 STATEMENT = ("subject", "predicate", "object")
-TOKEN = re.compile(r"\w+|\s+|[^\w\s]+")
+# a word, or a name joined by - . / : @ (postgres-primary, api.v2, s3://bucket) taken whole, so
+# two names changed into each other never interleave; runs of spaces; runs of other marks
+TOKEN = re.compile(r"\w+(?:[-./:@]\w+)*|\s+|[^\w\s]+")
 ITEM_TARGET = re.compile(r"(claim|fact):(\d+)")
 
 
@@ -380,17 +382,28 @@ def word_diff(old: str, new: str) -> list[tuple[str, str]]:
     :param old: the text before
     :param new: the text after
     """
-    a, b = TOKEN.findall(old), TOKEN.findall(new)
-    opcodes: list[tuple[str, int, int, int, int]] = [("replace", 0, len(a), 0, len(b))]
-    if len(a) + len(b) <= MAX_DIFF_TOKENS:
-        opcodes = list(difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes())
+    return joined_changes(token_diff(TOKEN.findall(old), TOKEN.findall(new)))
+
+
+def token_diff(old: list[str], new: list[str]) -> list[tuple[str, str]]:
+    """
+    The change from tokens ``old`` to tokens ``new``, each token kept whole (a
+    word, or a name: :func:`word_diff` splits text so, and a relation is its two
+    names and its type), as ``(op, text)`` pieces like :func:`word_diff`'s.
+
+    :param old: the tokens before
+    :param new: the tokens after
+    """
+    opcodes: list[tuple[str, int, int, int, int]] = [("replace", 0, len(old), 0, len(new))]
+    if len(old) + len(new) <= MAX_DIFF_TOKENS:
+        opcodes = list(difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes())
     pieces = []
     for tag, i1, i2, j1, j2 in opcodes:
         if tag == "equal":
-            pieces.append(("equal", "".join(a[i1:i2])))
+            pieces.append(("equal", "".join(old[i1:i2])))
         else:
-            pieces += [("delete", "".join(a[i1:i2])), ("insert", "".join(b[j1:j2]))]
-    return joined_changes([(op, text) for op, text in pieces if text])
+            pieces += [("delete", "".join(old[i1:i2])), ("insert", "".join(new[j1:j2]))]
+    return [(op, text) for op, text in pieces if text]
 
 
 def joined_changes(pieces: list[tuple[str, str]]) -> list[tuple[str, str]]:

@@ -533,14 +533,24 @@ def segments(parts: Iterable[tuple[str, str]]) -> Line:
     return joined
 
 
+def relation_parts(relation: dict[str, Any]) -> list[str]:
+    "A relation as whole tokens: its two names, its type, and the marks between them."
+    return [str(relation["from"]), " —", str(relation["relationType"]), "→ ", str(relation["to"])]
+
+
 def relation_text(relation: dict[str, Any]) -> str:
-    return f"{relation['from']} —{relation['relationType']}→ {relation['to']}"
+    return "".join(relation_parts(relation))
 
 
 def moved_relations(moved: list[dict[str, Any]]) -> list[Line]:
-    "A rename's or merge's repointed relations: each one's old form changed into its new one, or removed."
+    """
+    A rename's or merge's repointed relations: each one's old form changed into
+    its new one (a name that changed is removed and added whole, never diffed
+    word by word against the other), or removed.
+    """
     return [
-        word_diff(relation_text(r), relation_text(r["became"])) if r["became"] else segments([("delete", relation_text(r))])
+        segments(timeline.token_diff(relation_parts(r), relation_parts(r["became"]))) if r["became"]
+        else segments([("delete", relation_text(r))])
         for r in moved
     ]
 

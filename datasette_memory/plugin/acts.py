@@ -68,6 +68,13 @@ ENTRY = Act(
 )
 
 
+def applies_now(kind: str, act: str, item: dict[str, Any]) -> bool:
+    "Whether ``act`` applies to the claim or fact as it stands (the core checks again)."
+    if kind == "claims":
+        return item["status"] == ("rejected" if act == "reopen" else "candidate")
+    return (item["valid_to"] is not None) == (act == "revalidate")
+
+
 def act_for(kind: str, name: str) -> Act:
     "The act ``name`` on ``kind``, or :class:`NotFound` listing the acts there are."
     if (kind, name) not in ACTS:

@@ -2,11 +2,14 @@
 
 ``/-/memory/entity/<curation>?project=&name=``, the curations being
 ``edit-observation``, ``delete-observation``, ``rename``, ``merge`` and
-``delete-relation``. ``GET`` shows the form. Posting it (``step=confirm``)
-rehearses the change (it runs, and is rolled back) and shows the ledger
-events it would write; confirming (``step=apply``) makes it as that person
-and goes back to the entity (the one that remains, after a rename or merge)
-with a message saying what changed. Every step needs a signed-in person
+``delete-relation``. ``GET`` shows the form; an entity renamed or merged away
+meanwhile gets a page saying where it went instead. Posting the form
+(``step=confirm``) keeps it as a draft and redirects to the same page with
+``?draft=``, where the change is rehearsed (it runs, and is rolled back) to
+show the ledger events it would write; confirming (``step=apply``) makes it
+as that person and goes back to the entity (the one that remains, after a
+rename or merge) with a message saying what changed. Every step is
+POST-redirect-GET (:mod:`.drafts`). Every step needs a signed-in person
 holding ``memory-curate``; a token never gets past the gate. Datasette
 refuses a cross-site POST before it reaches here.
 """
@@ -25,6 +28,7 @@ from ..governed.gate import person_holding
 from ..governed.person_actions import CURATE_ACTION
 from ..graph import entity_view
 from ..memory import Memory
+from . import drafts
 from .connection import call_memory
 from .pages import chosen_project, entity_name, form_fields, render_page, shown, viewable_database
 from .stored_text import stored
@@ -171,16 +175,27 @@ async def curation_page(datasette: Any, request: Any) -> Response:
     person = await person_holding(datasette, request, CURATE_ACTION)
     name, curation = curation_for(request)
     project = await chosen_project(datasette, request)
-    entity = await outline(datasette, project, entity_name(request))
+    asked = entity_name(request)
+    now_called = await call_memory(datasette, lambda memory: entity_view.current_name(memory.conn, project, asked), project=project)
+    if now_called is not None and now_called != asked:  # renamed or merged away meanwhile: say where it went
+        if request.method == "POST":
+            datasette.add_message(request, stored(f"Not done: {asked} is now called {now_called}.", "plain"), datasette.ERROR)
+            return Response.redirect(drafts.form_url(request))
+        context = {"curation_name": name, "curation": curation, "project": project, "now_called": now_called}
+        return await render(datasette, request, "moved", {**context, "entity": {"name": asked, "entityType": None}})
+    entity = await outline(datasette, project, asked)
     context = {"curation_name": name, "curation": curation, "project": project, "entity": entity, "person": person}
-    if request.method != "POST":
-        return await render(datasette, request, "form", {**context, "fields": first_fields(curation, request, entity)})
-    posted = await form_fields(request)
-    fields = {field: posted.get(field, "") for field in curation.fields}
-    context["fields"] = fields
-    if posted.get("step") != "apply":
-        return await rehearse(datasette, request, person, context)
-    return await apply(datasette, request, person, context)
+    if request.method == "POST":
+        posted = await form_fields(request)
+        fields = {field: posted.get(field, "") for field in curation.fields}
+        if posted.get("step") != "apply":
+            return Response.redirect(drafts.draft_url(request, drafts.keep(datasette, request, fields)))
+        return await apply(datasette, request, person, {**context, "fields": fields})
+    fields = drafts.kept(datasette, request)
+    if fields is None:
+        gone = "That confirmation is no longer kept (the server restarted since): fill in the form again." if drafts.asked(request) else None
+        return await render(datasette, request, "form", {**context, "fields": first_fields(curation, request, entity), "notice": gone})
+    return await rehearse(datasette, request, person, {**context, "fields": fields, "form_url": drafts.form_url(request)})
 
 
 async def outline(datasette: Any, project: str, name: str) -> dict[str, Any]:
@@ -215,14 +230,15 @@ async def rehearse(datasette: Any, request: Any, person: str, context: dict[str,
 
 
 async def apply(datasette: Any, request: Any, person: str, context: dict[str, Any]) -> Response:
-    "Make the change, say what changed, and go to the entity that remains."
+    "Make the change, say what changed, and go to the entity that remains; if it cannot be made now, back to the confirmation."
     name, curation = context["entity"]["name"], context["curation"]
     try:
         result = await call_memory(
             datasette, lambda memory: curation.change(memory, name, context["fields"]), write=True, project=context["project"], actor=person
         )
     except (InvalidInput, NotFound) as e:
-        return await render(datasette, request, "form", {**context, "error": str(e)}, status=400)
+        datasette.add_message(request, stored(f"Not done: {e}", "plain"), datasette.ERROR)
+        return Response.redirect(drafts.draft_url(request, drafts.keep(datasette, request, context["fields"])))
     await datasette.track_event(MemoryCurateEvent(actor=request.actor, curation=context["curation_name"], entity=name))
     # Datasette shows the message as plain text: the names in it carry their marks as text
     datasette.add_message(request, stored(curation.message(name, context["fields"], result), "plain"), datasette.INFO)

@@ -5,21 +5,25 @@ holding the same data; :func:`respond` renders one or the other. Failures are
 raised as the core's errors and rendered in one place (:mod:`.errors`).
 """
 
+import sqlite3
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 from datasette import Response
 from datasette.resources import DatabaseResource
+from itsdangerous import BadData
 
 from ..core.errors import InvalidInput, MemoryStoreError, NotFound
 from ..core.validation import DEFAULT_PROJECT
 from ..memory import Memory
-from ..overview import project_names
+from ..overview import busiest_project, pending_by_project, project_names
 from .connection import call_memory, memory_database, memory_database_name
 
 T = TypeVar("T")
 MAX_ID = 2**63 - 1  # SQLite's largest integer: no row has an id past it
 FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
+PROJECT_COOKIE = "ds_memory_project"  # signed: the project the person last used, for the pages that name none
+PROJECT_KEPT_SECONDS = 365 * 24 * 3600
 # page name, path, label: the navigation every memory page shows
 NAVIGATION = (
     ("overview", "/-/memory", "Overview"),
@@ -66,11 +70,36 @@ async def known_projects(datasette: Any) -> list[str]:
 
 async def chosen_project(datasette: Any, request: Any) -> str:
     """
-    The project the request names (``?project=``), else the default one.
+    The project the request names (``?project=``). A page that names none shows
+    the project the person used last (a signed cookie), else the one with the
+    most recent activity; JSON, for scripts, the default one.
 
     :raises NotFound: for a project nothing was ever stored in, listing the known ones
     """
-    return await known_project(datasette, request.args.get("project") or DEFAULT_PROJECT)
+    given = request.args.get("project")
+    if given:
+        return await known_project(datasette, given)
+    if request.path.endswith(".json"):
+        return DEFAULT_PROJECT
+    return await project_in_use(datasette, request)
+
+
+async def project_in_use(datasette: Any, request: Any) -> str:
+    "The project the person last used (:data:`PROJECT_COOKIE`), else the one with the newest event, else the default one."
+    known = await known_projects(datasette)
+    try:
+        remembered = datasette.unsign(request.cookies.get(PROJECT_COOKIE, ""), PROJECT_COOKIE)["project"]
+    except (BadData, KeyError, TypeError):
+        remembered = None
+    if remembered in known:
+        return str(remembered)
+    latest = await memory_database(datasette).execute_fn(busiest_project)
+    return latest if latest in known else DEFAULT_PROJECT
+
+
+def remember_project(datasette: Any, response: Response, project: str) -> None:
+    "Remember ``project`` as the one the person is using, for the pages that name none."
+    response.set_cookie(PROJECT_COOKIE, datasette.sign({"project": project}, PROJECT_COOKIE), max_age=PROJECT_KEPT_SECONDS, httponly=True)
 
 
 async def known_project(datasette: Any, project: str, error: type[MemoryStoreError] = NotFound) -> str:
@@ -218,5 +247,20 @@ async def render_page(datasette: Any, request: Any, template: str, page: str | N
     context = {
         **context, "memory_page": page, "memory_navigation": NAVIGATION, "database": served.name if served else None,
         "moment": moment, "as_of_query": f"&as_of={moment['event_id']}" if moment else "",
+        "memory_waiting_claims": await waiting_claims(datasette, request),
     }
-    return Response.html(await datasette.render_template(template, context, request=request), status=status)
+    response = Response.html(await datasette.render_template(template, context, request=request), status=status)
+    if status < 400 and isinstance(context.get("project"), str):
+        remember_project(datasette, response, context["project"])
+    return response
+
+
+async def waiting_claims(datasette: Any, request: Any) -> list[tuple[str, int]]:
+    "Each project's pending claims, for the navigation, if the reader may view the memory database; else none."
+    served = memory_database(datasette)
+    if served is None or not await datasette.allowed(action="view-database", resource=DatabaseResource(served.name), actor=request.actor):
+        return []
+    try:
+        return list(await served.execute_fn(pending_by_project))
+    except (sqlite3.Error, MemoryStoreError):  # a damaged or busy file: the page says so itself; the navigation goes without counts
+        return []

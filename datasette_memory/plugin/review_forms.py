@@ -1,11 +1,15 @@
 """A person's governance acts as forms: fill in, see what will change, confirm, see what changed.
 
-``GET`` an act's URL for its form. Posting the form (``step=confirm``)
-rehearses the act (it runs and is rolled back) and shows what it would
-change; confirming (``step=apply``) performs it and redirects to the claim
-or fact with a message saying what changed. Every step needs a signed-in
-person holding ``memory-approve``; a token never gets past the gate.
-Datasette refuses a cross-site POST before it reaches here.
+``GET`` an act's URL for its form; a claim or fact the act no longer applies to
+(approved meanwhile, say) gets a page saying so instead. Posting the form
+(``step=confirm``) keeps its fields as a draft and redirects to the same URL
+with ``?draft=``, where the act is rehearsed (it runs and is rolled back) to
+show what it would change; confirming (``step=apply``) performs it and
+redirects to the claim or fact with a message saying what changed. Every
+step is POST-redirect-GET (:mod:`.drafts`), so Back and reload never send a
+form twice. Every step needs a signed-in person holding ``memory-approve``;
+a token never gets past the gate. Datasette refuses a cross-site POST before
+it reaches here.
 """
 
 from dataclasses import dataclass
@@ -16,10 +20,13 @@ from datasette.events import Event
 
 from ..core.errors import InvalidInput, MemoryStoreError
 from ..governed.gate import Reviewer, reviewer_for_request
-from .acts import ENTRY, Act, perform
+from . import drafts
+from .acts import ENTRY, Act, applies_now, perform
 from .connection import call_memory
-from .pages import form_fields, known_project, known_projects, path_id, render_page, viewable_database
+from .pages import chosen_project, form_fields, known_project, known_projects, path_id, render_page, viewable_database
 from .stored_text import stored
+from .subjects import subject_entities
+from .times import exact_time
 
 
 @dataclass
@@ -36,6 +43,11 @@ def form_values(posted: dict[str, str], act: Act) -> tuple[str, dict[str, Any]]:
     arguments = {name: posted.get(name, "") for name in act.names("required")}
     arguments.update({name: posted[name] for name in act.names("optional") if posted.get(name, "").strip()})
     return posted.get("step", "confirm"), arguments
+
+
+def draft_fields(posted: dict[str, str], act: Act) -> dict[str, str]:
+    "What a draft keeps of a posted form: the act's fields, and the project a new fact is for."
+    return {name: posted[name] for name in (*act.names("required"), *act.names("optional"), "project") if name in posted}
 
 
 async def target_of(datasette: Any, request: Any, kind: str) -> tuple[str, int, dict[str, Any]]:
@@ -57,13 +69,14 @@ async def act_page(datasette: Any, request: Any, act: Act) -> Response:
     "``/-/memory/{claims,facts}/<id>/<act>`` in a browser: the form, the confirmation, or the act itself."
     await viewable_database(datasette, request)
     reviewer = await reviewer_for_request(datasette, request)
-    kind = request.url_vars["kind"]
+    kind, act_name = request.url_vars["kind"], request.url_vars["act"]
     project, id, item = await target_of(datasette, request, kind)
-    context = {"kind": kind, "act": act, "act_name": request.url_vars["act"], "item": item, "project": project, "arguments": {}}
-    if request.method != "POST":
-        return await render(datasette, request, "form", context)
-    step, arguments = form_values(await form_fields(request), act)
-    return await advance(datasette, request, reviewer, act, step, project, (id,), {**context, "arguments": arguments})
+    context = {"kind": kind, "act": act, "act_name": act_name, "item": item, "project": project, "arguments": {}}
+    if request.method == "POST":
+        return await posted(datasette, request, reviewer, act, project, (id,), context)
+    if not applies_now(kind, act_name, item):
+        return await render(datasette, request, "done", context)
+    return await shown(datasette, request, reviewer, act, project, (id,), context)
 
 
 async def record_fact_page(datasette: Any, request: Any) -> Response:
@@ -71,29 +84,59 @@ async def record_fact_page(datasette: Any, request: Any) -> Response:
     await viewable_database(datasette, request)
     reviewer = await reviewer_for_request(datasette, request)
     projects = await known_projects(datasette)
-    project = request.args.get("project") or projects[0]
+    project = await chosen_project(datasette, request)
     context = {"kind": "facts", "act": ENTRY, "act_name": "record", "item": None, "project": project, "projects": projects, "arguments": {}}
-    if request.method != "POST":
-        return await render(datasette, request, "form", context)
-    posted = await form_fields(request)
-    step, arguments = form_values(posted, ENTRY)
-    project = await known_project(datasette, posted.get("project") or project, InvalidInput)
-    return await advance(datasette, request, reviewer, ENTRY, step, project, (), {**context, "project": project, "arguments": arguments})
+    if request.method == "POST":
+        return await posted(datasette, request, reviewer, ENTRY, project, (), context)
+    return await shown(datasette, request, reviewer, ENTRY, project, (), context)
 
 
-async def advance(
-    datasette: Any, request: Any, reviewer: Reviewer, act: Act, step: str, project: str, args: tuple[Any, ...], context: dict[str, Any]
+async def posted(
+    datasette: Any, request: Any, reviewer: Reviewer, act: Act, project: str, args: tuple[Any, ...], context: dict[str, Any]
 ) -> Response:
-    "Rehearse and show what will change (confirm), or perform it and go to the result (apply)."
-    rehearse = step != "apply"
+    "A posted form: keep it and show what it will change (confirm), or perform the act (apply); either way, a redirect."
+    fields = await form_fields(request)
+    step, arguments = form_values(fields, act)
+    if step != "apply":
+        return Response.redirect(drafts.draft_url(request, drafts.keep(datasette, request, draft_fields(fields, act))))
+    return await apply(datasette, request, reviewer, act, project, args, {**context, "project": project, "arguments": arguments}, fields)
+
+
+async def shown(
+    datasette: Any, request: Any, reviewer: Reviewer, act: Act, project: str, args: tuple[Any, ...], context: dict[str, Any]
+) -> Response:
+    "The form, or (for a draft) what the act would change now, rehearsed."
+    fields = drafts.kept(datasette, request)
+    if fields is None:
+        gone = "That confirmation is no longer kept (the server restarted since): fill in the form again." if drafts.asked(request) else None
+        return await render(datasette, request, "form", {**context, "notice": gone})
+    _, arguments = form_values(fields, act)
+    context = {**context, "arguments": arguments, "form_url": drafts.form_url(request)}
     try:
-        result = await perform(datasette, reviewer, act, project, args, context["arguments"], rehearse=rehearse)
+        if context["item"] is None:
+            project = await known_project(datasette, fields.get("project") or project, InvalidInput)
+            context["project"] = project
+        result = await perform(datasette, reviewer, act, project, args, arguments, rehearse=True)
     except InvalidInput as e:
         return await render(datasette, request, "form", {**context, "error": str(e)}, status=400)
     except MemoryStoreError as e:  # changed meanwhile: another person acted first
         return await render(datasette, request, "form", {**context, "error": str(e)}, status=409)
-    if rehearse:
-        return await render(datasette, request, "confirm", {**context, "result": result})
+    return await render(datasette, request, "confirm", {**context, "result": result})
+
+
+async def apply(
+    datasette: Any, request: Any, reviewer: Reviewer, act: Act, project: str, args: tuple[Any, ...], context: dict[str, Any],
+    fields: dict[str, str],
+) -> Response:
+    "Perform the act and go to what changed; if it cannot be done now, back to its confirmation, which says why."
+    try:
+        if context["item"] is None:  # a new fact goes into a project that exists
+            project = await known_project(datasette, fields.get("project") or project, InvalidInput)
+            context = {**context, "project": project}
+        result = await perform(datasette, reviewer, act, project, args, context["arguments"])
+    except MemoryStoreError as e:
+        datasette.add_message(request, stored(f"Not done: {e}", "plain"), datasette.ERROR)
+        return Response.redirect(drafts.draft_url(request, drafts.keep(datasette, request, draft_fields(fields, act))))
     await datasette.track_event(MemoryActEvent(actor=request.actor, act=context["act_name"], target=target_name(context, result)))
     # Datasette shows the message as plain text: the statement in it carries its marks as text
     datasette.add_message(request, stored(what_changed(context["act_name"], result), "plain"), datasette.INFO)
@@ -122,18 +165,21 @@ def what_changed(act: str, result: dict[str, Any]) -> str:
     "One line for the message after an act."
     fact = result.get("fact")
     if act == "approve":
-        return f"Claim #{result['claim']['id']} approved: fact #{fact['id']} holds from {fact['valid_from']} ({statement(fact)})."
+        return f"Claim #{result['claim']['id']} approved: fact #{fact['id']} holds from {exact_time(fact['valid_from'])} ({statement(fact)})."
     if act in ("reject", "reopen"):
         status = "rejected: its value cannot be proposed again unless a person reopens it" if act == "reject" else "a candidate again"
         return f"Claim #{result['claim']['id']} is {status}."
     if act == "supersede":
-        return f"Fact #{result['superseded']['id']} superseded from {fact['valid_from']} by fact #{fact['id']} ({statement(fact)})."
+        return f"Fact #{result['superseded']['id']} superseded from {exact_time(fact['valid_from'])} by fact #{fact['id']} ({statement(fact)})."
     if act == "invalidate":
-        return f"Fact #{fact['id']} stops holding at {fact['valid_to']}."
+        return f"Fact #{fact['id']} stops holding at {exact_time(fact['valid_to'])}."
     if act == "revalidate":
         return f"Fact #{fact['id']} holds again, with no end."
-    return f"Fact #{fact['id']} recorded: {statement(fact)}, from {fact['valid_from']}."
+    return f"Fact #{fact['id']} recorded: {statement(fact)}, from {exact_time(fact['valid_from'])}."
 
 
 async def render(datasette: Any, request: Any, step: str, context: dict[str, Any], status: int = 200) -> Response:
-    return await render_page(datasette, request, "memory_act.html", "review", {**context, "step": step}, status)
+    "The act's page at ``step`` (form, confirm, done), its statements' subjects linked to their entities."
+    shown = [context["item"], (context.get("result") or {}).get("fact")]
+    entities = await subject_entities(datasette, context["project"], [s["subject"] for s in shown if s])
+    return await render_page(datasette, request, "memory_act.html", "review", {**context, "step": step, "entities": entities}, status)

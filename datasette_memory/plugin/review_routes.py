@@ -14,10 +14,11 @@ from ..core.errors import NotFound
 from ..governed.gate import holds
 from ..governed.person_actions import APPROVE_ACTION
 from . import review_forms
-from .acts import ACTS
+from .acts import ACTS, applies_now
 from .connection import call_memory
 from .error_pages import handled
 from .pages import chosen_project, int_arg, known_projects, respond, viewable_database
+from .subjects import subject_entities
 
 
 async def review_page(datasette: Any, request: Any) -> Response:
@@ -30,6 +31,7 @@ async def review_page(datasette: Any, request: Any) -> Response:
         return {**memory.governed.review_queue(limit), "facts": memory.governed.facts_now()}
 
     data = {"project": project, "projects": await known_projects(datasette), **(await call_memory(datasette, read, project=project))}
+    data["entities"] = await subject_entities(datasette, project, [item["subject"] for item in data["claims"] + data["facts"]])
     return await respond(datasette, request, "review", "memory_review.html", {**data, "may_approve": await holds(datasette, request, APPROVE_ACTION)})
 
 
@@ -38,8 +40,9 @@ async def item_page(datasette: Any, request: Any) -> Response:
     await viewable_database(datasette, request)
     kind = request.url_vars["kind"]
     project, id, item = await review_forms.target_of(datasette, request, kind)
-    acts = [name for (k, name) in ACTS if k == kind and allowed_now(kind, name, item)]
-    data = {"kind": kind, "project": project, kind[:-1]: item, "acts": acts, "may_approve": await holds(datasette, request, APPROVE_ACTION)}
+    acts = [name for (k, name) in ACTS if k == kind and applies_now(kind, name, item)]
+    data = {"kind": kind, "project": project, kind[:-1]: item, "acts": acts, "may_approve": await holds(datasette, request, APPROVE_ACTION),
+            "entities": await subject_entities(datasette, project, [item["subject"]])}
     if kind == "facts":
         data["provenance"] = await call_memory(datasette, lambda memory: fact_provenance(memory, id), project=project)
     return await respond(datasette, request, "review", f"memory_{kind[:-1]}.html", data)
@@ -51,13 +54,6 @@ def fact_provenance(memory: Any, id: int) -> dict[str, Any] | None:
         return memory.provenance(fact=id)
     except NotFound:
         return None
-
-
-def allowed_now(kind: str, act: str, item: dict[str, Any]) -> bool:
-    "Whether ``act`` applies to the claim or fact as it stands (the core checks again)."
-    if kind == "claims":
-        return item["status"] == ("rejected" if act == "reopen" else "candidate")
-    return (item["valid_to"] is not None) == (act == "revalidate")
 
 
 @hookimpl(specname="register_routes")
