@@ -224,8 +224,8 @@ def summary(replica: Replica, comparisons: list[dict[str, Any]], status: str, li
         return f"{where} is empty: nothing to compare yet; replication fills it"
     newest = comparisons[0]
     events = next(log for log in newest["logs"] if log["log"] == "events")
-    snapshots = len(comparisons) - 1
-    more = f"; {'its snapshot agrees' if snapshots == 1 else f'its {snapshots} snapshots agree'} too" if snapshots else ""
+    snapshots = sum(c["status"] in ("agrees", "replica behind") for c in comparisons[1:])
+    more = f"; {'a snapshot agrees' if snapshots == 1 else f'{snapshots} snapshots agree'} too" if snapshots else ""
     if waived:
         return (f"{where} holds history this file lacks (from event {waived[0]['row']}: {waived[0]['status']}); "
                 f"a person acknowledged it{more}")
