@@ -75,10 +75,15 @@ class LocalBackend:
     :param actor: who every call is recorded as
     :param allow_secrets: store text that looks like a credential
     :param config: search settings, SQL caps, snapshot folder
+    :param check_pages: run SQLite's quick check first and refuse a damaged file (``mcp``
+        runs it beside the server's start instead, when the file needs no migration)
     """
 
-    def __init__(self, path: str | pathlib.Path, actor: str = "agent", allow_secrets: bool = False, config: Config | None = None):
-        self.conn = connect(path, check_pages=True)
+    def __init__(
+        self, path: str | pathlib.Path, actor: str = "agent", allow_secrets: bool = False, config: Config | None = None,
+        check_pages: bool = True,
+    ):
+        self.conn = connect(path, check_pages=check_pages)
         self.path = pathlib.Path(path).resolve()
         self.actor = actor
         self.session = uuid.uuid4().hex[:12]

@@ -15,21 +15,29 @@ graph result is written from its rendered pieces into its reply's line
 As upstream does, while serving fd 0 reads the null device and fd 1 writes to
 stderr, so a stray print or a child process cannot read from or write to the
 wire; both are restored on exit.
+
+Given a function that builds the server and an :class:`~.opening.Opening`, the
+first line is read in a thread of its own (:class:`FirstLine`) while the server
+is built, and a plain ``initialize`` request is answered at once: the framework,
+whose import is most of a second, is then imported while the client reads the
+answer. This module imports the framework (and :mod:`.wire`, which needs it)
+only when it serves.
 """
 
 import contextlib
 import fcntl
+import json
 import os
 import sys
 import threading
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import anyio
 
-from .splicing import SPLICES, Splices
-from .wire import WireError, check_message, too_large
+if TYPE_CHECKING:
+    from .opening import Opening
 
 # how much of a line over the cap is kept, for its id; the rest is read and dropped in chunks
 PREFIX_BYTES = 4096
@@ -106,18 +114,64 @@ def next_message(reader: LineReader) -> Any:
     The next message on ``reader`` as the JSON-RPC message it holds, a :class:`~.wire.WireError`
     to answer it with, or None at the end of the stream; blank lines are skipped.
     """
+    return message_in(next_line(reader), reader.max_bytes)
+
+
+def next_line(reader: LineReader) -> bytes | Oversized | None:
+    "The next line on ``reader`` that is not blank, an :class:`Oversized` line, or None at the end of the stream."
     while True:
         line = reader.read()
-        if isinstance(line, Oversized):
-            return too_large(None, reader.max_bytes, line.start)
-        if line is None or line.strip():
-            break
+        if line is None or isinstance(line, Oversized) or line.strip():
+            return line
+
+
+def message_in(line: bytes | Oversized | None, max_bytes: int) -> Any:
+    "The JSON-RPC message ``line`` holds, the :class:`~.wire.WireError` to answer it with, or None for no line."
+    from .wire import WireError, check_message, too_large
+
+    if isinstance(line, Oversized):
+        return too_large(None, max_bytes, line.start)
     if line is None:
         return None
     try:
         return check_message(line)
     except WireError as e:
         return e
+
+
+class FirstLine:
+    """
+    The wire's first line, read in a thread of its own as soon as serving starts,
+    and answered there if ``opening`` answers it (a plain ``initialize`` request).
+
+    :param reader: where lines come from; nothing else reads it until :meth:`take` returns
+    :param writer: where the answer goes
+    :param opening: what the server answers first
+    """
+
+    def __init__(self, reader: LineReader, writer: FrameWriter, opening: "Opening"):
+        self.reader, self.writer, self.opening = reader, writer, opening
+        self.line: bytes | Oversized | None = None
+        self.answered: tuple[int | str, bytes] | None = None  # the request's id, and the answer sent
+        self.read = threading.Event()
+        threading.Thread(target=self.answer, name="datasette-memory first line", daemon=True).start()
+
+    def answer(self) -> None:
+        try:
+            self.line = next_line(self.reader)
+            answered = self.opening.answer(self.line) if isinstance(self.line, bytes) else None
+            if answered is not None:
+                self.writer.write(answered[1])
+                self.answered = answered
+        except OSError:
+            pass  # the wire is gone: serving finds it so too
+        finally:
+            self.read.set()
+
+    def take(self) -> bytes | Oversized | None:
+        "The first line, once read (None if the wire ended first)."
+        self.read.wait()
+        return self.line
 
 
 @contextlib.contextmanager
@@ -149,18 +203,29 @@ def claimed_stdio() -> Iterator[tuple[IO[bytes], IO[bytes]]]:
         os.dup2(wire[1], 1)
 
 
-def serve_stdio(server: Any, max_request_bytes: int, log_level: str = "WARNING") -> None:
+def serve_stdio(
+    server: Any, max_request_bytes: int, log_level: str = "WARNING", opening: "Opening | None" = None
+) -> None:
     """
     Serve ``server`` over this process's stdin and stdout until stdin ends.
 
-    :param server: the :class:`fastmcp.FastMCP` server
+    :param server: the :class:`fastmcp.FastMCP` server, or a function that builds it
+        (called once the first line is being read)
     :param max_request_bytes: the most bytes one message (one line) may hold
     :param log_level: fastmcp's log level while serving
+    :param opening: what the server answers first, to answer a plain ``initialize`` request
+        while ``server`` is built (:mod:`.opening`)
     """
-    anyio.run(serve_stdio_async, server, max_request_bytes, log_level)
+    with claimed_stdio() as (stdin, stdout):
+        reader, writer = LineReader(stdin, max_request_bytes), FrameWriter(stdout)
+        first = FirstLine(reader, writer, opening) if opening is not None else None
+        built = server() if callable(server) else server
+        anyio.run(serve_stdio_async, built, reader, writer, log_level, first)
 
 
-async def serve_stdio_async(server: Any, max_request_bytes: int, log_level: str = "WARNING") -> None:
+async def serve_stdio_async(
+    server: Any, reader: LineReader, writer: FrameWriter, log_level: str = "WARNING", first: FirstLine | None = None
+) -> None:
     """
     fastmcp 4.2.3's ``FastMCP.run_stdio_async`` with this module's transport in
     place of mcp 2.3.0's ``stdio_server``. It needs fastmcp's and mcp's internals
@@ -176,16 +241,21 @@ async def serve_stdio_async(server: Any, max_request_bytes: int, log_level: str 
     try:
         with temporary_log_level(log_level):
             async with server._lifespan_manager():
-                with claimed_stdio() as (stdin, stdout):
-                    await serve_lines(server, LineReader(stdin, max_request_bytes), FrameWriter(stdout))
+                await serve_lines(server, reader, writer, first)
     finally:
         reset_transport(token)
 
 
-async def serve_lines(server: Any, reader: LineReader, writer: FrameWriter) -> None:
-    "Run the server's session on the messages ``reader`` reads, its replies written by ``writer``."
+async def serve_lines(server: Any, reader: LineReader, writer: FrameWriter, first: FirstLine | None = None) -> None:
+    """
+    Run the server's session on the messages ``reader`` reads, its replies written by ``writer``;
+    the first is ``first``'s line, and the session's answer to a request ``first`` answered is not sent again.
+    """
     from mcp.shared._context_streams import create_context_streams
     from mcp.shared.message import SessionMessage
+
+    from .splicing import SPLICES, Splices
+    from .wire import WireError
 
     splices = Splices()
     splicing = SPLICES.set(splices)  # the session's tasks inherit it: graph results are spliced into their replies here
@@ -193,10 +263,19 @@ async def serve_lines(server: Any, reader: LineReader, writer: FrameWriter) -> N
     session_writes, from_session = create_context_streams[SessionMessage](0)
     reading, writing = anyio.CapacityLimiter(1), anyio.CapacityLimiter(1)
 
+    unread = first  # the first line, until it is taken
+
+    def read_message() -> Any:
+        nonlocal unread
+        if unread is None:
+            return next_message(reader)
+        line, unread = unread.take(), None
+        return message_in(line, reader.max_bytes)
+
     async def read_lines() -> None:
         async with to_session:
             while True:
-                message = await anyio.to_thread.run_sync(next_message, reader, limiter=reading, abandon_on_cancel=True)
+                message = await anyio.to_thread.run_sync(read_message, limiter=reading, abandon_on_cancel=True)
                 if message is None:
                     break
                 if isinstance(message, WireError):
@@ -208,10 +287,17 @@ async def serve_lines(server: Any, reader: LineReader, writer: FrameWriter) -> N
                 except (anyio.ClosedResourceError, anyio.BrokenResourceError):
                     break  # the session has ended: as upstream, stop reading
 
+    unanswered = first  # the first line, until the session's own answer to a request it answered goes by
+
     async def write_replies() -> None:
+        nonlocal unanswered
         async with from_session:
             async for reply in from_session:
                 line = reply.message.model_dump_json(by_alias=True, exclude_unset=True).encode()
+                if unanswered is not None and unanswered.answered is not None and answers(reply.message, unanswered.answered[0]):
+                    compare_answers(unanswered.answered[1], line)
+                    unanswered = None
+                    continue
                 pieces = splices.pieces(reply.message, line)
                 await anyio.to_thread.run_sync(writer.write_pieces, pieces, limiter=writing)
 
@@ -224,3 +310,17 @@ async def serve_lines(server: Any, reader: LineReader, writer: FrameWriter) -> N
     finally:
         splices.clear()
         SPLICES.reset(splicing)
+
+
+def answers(message: Any, id: int | str) -> bool:
+    "Whether ``message`` is the answer (a result or an error) to the request ``id``."
+    from mcp_types import JSONRPCError, JSONRPCResponse
+
+    return isinstance(message, (JSONRPCResponse, JSONRPCError)) and message.id == id
+
+
+def compare_answers(sent: bytes, session: bytes) -> None:
+    "Say on stderr if the first answer sent differs from the session's (it cannot be taken back): an SDK the opening no longer matches."
+    if json.loads(sent) != json.loads(session):
+        print(f"datasette-memory: the answer to initialize differed from the MCP SDK's: sent {sent[:300]!r}, "
+              f"the SDK's {session[:300]!r}; report it", file=sys.stderr)

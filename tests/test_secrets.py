@@ -23,10 +23,13 @@ from click.testing import CliRunner
 from datasette.app import Datasette
 from fastmcp import Client
 from fastmcp.exceptions import ToolError
+from hypothesis import given, settings, strategies as st
 
 from datasette_memory import InvalidInput, Memory
 from datasette_memory.cli import cli
-from datasette_memory.core.secrets import find_secrets, mask_secrets, mask_text, secret_kind
+from datasette_memory.core.secrets import (
+    SUSPECT, find_secrets, full_scan, mask_secrets, mask_text, normalize, secret_kind, suspect,
+)
 from datasette_memory.plugin.resources import datasette_config
 from datasette_memory.sqltools import SqlTools
 from mcp_bridge.backends import LocalBackend
@@ -401,3 +404,82 @@ async def test_a_body_over_datasettes_limit_is_refused_unread(seeded):
     await datasette.invoke_startup()
     response = await datasette.client.post("/memory/notes/-/insert", json={"row": {"body": "x" * 5000}}, actor={"id": "root"})
     assert response.status_code == 413 and "max_post_body_bytes" in response.json()["error"]
+
+
+# The prefilter: one pattern (SUSPECT) decides which text the full patterns scan at all, and
+# must never skip a text holding a finding. Texts are generated near each pattern's edge (its
+# prefixes in any case, labels and values, keys in groups, runs of key characters around the
+# lengths the patterns need, base64 of any of them), between characters normalization changes
+# (full-width, zero-width, ligatures); each family alone catches a prefilter missing its part.
+PIECES = [
+    *[text for _, text, _, _ in FORMATS], *ORDINARY,
+    "AKIA", "ASIA", "ghp_", "gho_", "github_pat_", "glpat-", "xoxb-", "sk-", "sk-ant-", "sk-proj-", "rk_live_", "sk_live_",
+    "AIza", "npm_", "pypi-AgEIcHlwaS5vcmc", "dstok_", "eyJ", ".eyJ", "MII", "BEGIN", "END", "PRIVATE", "KEY", "-----",
+    "password", "passwd", "passphrase", "secret", "api_key", "apikey", "access-key", "client_secret", "auth_token",
+    "token", "key", "pwd", "://", ":", "=", "=>", "@", "/", "+", ".", "-", "_", '"', "'", "`", " ", "\n", "\t",
+]
+NORMALIZED_AWAY = ["\u200b", "\u00ad", "\ufeff", "\u202e", "\uff41", "\uff21", "\uff13", "\uff1a", "\uff1d", "\ufb01", "\u212a", "\u017f"]
+KEY_CHARACTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/_-="
+PREFIXES = ["AKIA", "ASIA", "ghp_", "github_pat_", "glpat-", "xoxb-", "sk-", "sk-ant-", "sk-proj-", "rk_live_", "AIza", "npm_",
+            "pypi-AgEIcHlwaS5vcmc", "dstok_", "eyJ", "MII"]
+LABELS = ["password", "passwd", "passphrase", "secret", "api_key", "apikey", "access-key", "private_key", "client_secret",
+          "auth_token", "access_token", "token", "key", "pwd"]
+
+
+def text_families():
+    "Strategies for texts near what each pattern finds, by family; ``mixed`` joins pieces of every family."
+
+    def cased(texts):
+        return st.sampled_from(texts).flatmap(lambda t: st.sampled_from([t, t.lower(), t.upper(), t.swapcase()]))
+
+    def run(low, high, alphabet=KEY_CHARACTERS):
+        return st.text(alphabet=alphabet, min_size=low, max_size=high)
+
+    families = {
+        "slices of secrets": st.sampled_from(PIECES).flatmap(
+            lambda text: st.tuples(st.integers(0, len(text)), st.integers(0, len(text))).map(lambda ij: text[min(ij) : max(ij)])
+        ),
+        "prefixes and runs": st.tuples(cased(PREFIXES), run(0, 70)).map("".join),
+        "keys in groups": st.tuples(cased(PREFIXES), st.integers(2, 8), st.lists(run(2, 8, "ABCDEFGH0123456789xyz"), min_size=2, max_size=20)).map(
+            lambda t: " ".join([t[0]] + [(group * 8)[: t[1]] for group in t[2]])
+        ),
+        "labels and values": st.tuples(cased(LABELS), st.sampled_from(["", '"', "'"]), st.sampled_from([":", "=", "=>", " = ", ": "]),
+                                       st.sampled_from(["", '"', "'"]), run(4, 30, KEY_CHARACTERS + "#$%&!*")).map("".join),
+        "weak labels and long values": st.tuples(cased(["key", "token", "pwd"]), st.sampled_from(["=", ": "]),
+                                                 run(14, 23, "ABCDEFGHIJKabcdefghijk0123456789")).map("".join),
+        "PEM bodies in groups": st.tuples(st.integers(3, 6), st.lists(run(6, 6, "ABCDEFabcdef0123456789+/"), min_size=10, max_size=16)).map(
+            lambda t: "MII " + " ".join(group[: t[0]] for group in t[1])
+        ),
+        "JWTs": st.tuples(run(5, 12), run(5, 12), run(10, 14)).map(lambda p: f"eyJ{p[0]}.eyJ{p[1]}.{p[2]}"),
+        "key blocks": st.tuples(st.integers(3, 6), st.sampled_from(["", " "]), st.sampled_from(["", "RSA ", "OPENSSH "])).map(
+            lambda p: f"{'-' * p[0]}{p[1]}BEGIN {p[2]}PRIVATE KEY{p[1]}{'-' * p[0]}"
+        ),
+        "URLs": st.tuples(run(0, 6, "abc"), run(4, 12, "abcXYZ123!"), run(1, 8, "abc.")).map(lambda p: f"postgres://{p[0]}:{p[1]}@{p[2]}"),
+        "key characters": run(1, 48),
+    }
+    families["base64"] = st.one_of(*families.values()).map(lambda text: base64.b64encode(text.encode()).decode())
+    around = st.one_of(st.sampled_from(["", " ", "see ", " in prod", "\n", "x", "_"] + NORMALIZED_AWAY), st.text(max_size=4))
+    families = {name: st.tuples(around, family, around).map("".join) for name, family in families.items()}
+    families["mixed"] = st.lists(st.one_of(around, cased(PIECES), *families.values()), min_size=1, max_size=6).map("".join)
+    return families
+
+
+@pytest.mark.parametrize("family", list(text_families()))
+def test_the_prefilter_never_skips_a_text_the_full_scan_would_flag(family):
+    @settings(max_examples=400, deadline=None)
+    @given(text_families()[family])
+    def check(text):
+        normalized = normalize(text)
+        if SUSPECT.search(normalized) is None:
+            assert full_scan(normalized) == [], text
+        assert suspect(normalized) == (SUSPECT.search(normalized) is not None)  # its lower-case twin, on ASCII text
+        assert find_secrets(text) == full_scan(normalized)
+
+    check()
+
+
+def test_the_prefilter_passes_every_format_and_skips_plain_words():
+    for variation, text, _, _ in FORMATS:
+        assert SUSPECT.search(normalize(text)), variation
+    plain = ["listens on port 8080", "owned by team 42", "deployed with blue-green rollout, region 3", "service", "name"]
+    assert [text for text in plain if SUSPECT.search(text)] == []

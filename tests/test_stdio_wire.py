@@ -98,8 +98,9 @@ class RawStdio:
         self.stderr_reader = threading.Thread(target=lambda: self.stderr.extend(self.process.stderr), daemon=True)
         self.stderr_reader.start()
         self.next_id = 100
-        self.request("initialize", INITIALIZE, timeout=60)  # the first reply pays for the server's imports
+        self.request("initialize", INITIALIZE, timeout=60)  # answered while the server imports its framework
         self.send(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}).encode())
+        self.request("ping", timeout=60)  # answered once the server is built: the tests' bounds start from here
 
     def read_replies(self):
         for line in self.process.stdout:

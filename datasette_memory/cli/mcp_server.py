@@ -1,12 +1,24 @@
-"""``mcp``: the MCP server over stdio, for one agent."""
+"""``mcp``: the MCP server over stdio, for one agent.
+
+It answers the client's ``initialize`` while it imports the MCP framework (most
+of a second) and builds the server, and a file that needs no migration has its
+pages checked meanwhile (a second or more at 100,000 entities); no tool call is
+served before both are done.
+"""
 
 import pathlib
+import sqlite3
+import threading
+from collections.abc import Callable
+from importlib.metadata import version
+from typing import Any
 
 import click
 
 from mcp_bridge.profiles import DEFAULT_PROFILE, PROFILES
 
 from ..config import Config
+from ..core.database import configure, is_current, refuse_damaged
 from ..core.errors import MemoryStoreError
 from .options import config_options, db_option, resolve, say_witness
 
@@ -42,23 +54,68 @@ def mcp(
     (which choose by the session's folder) use the same project.
     """
     from mcp_bridge.backends import LocalBackend
-    from mcp_bridge.server import create_server
+    from mcp_bridge.opening import SERVER_NAME, Opening, instructions_for
     from mcp_bridge.stdio import serve_stdio
 
     path = resolve(db_path)
     click.echo(f"Memory file: {path}", err=True)
     if project_from_folder:
         project = folder_project(project)
+    current = is_current(path)  # else its pages are checked before it is migrated, as every opener does
     try:
-        backend = LocalBackend(path, actor=actor, allow_secrets=allow_secrets, config=config)
-        server = create_server(backend, project=project, profile=profile)
+        backend = LocalBackend(path, actor=actor, allow_secrets=allow_secrets, config=config, check_pages=not current)
     except MemoryStoreError as e:
         raise click.ClickException(f"{path}: {e}")
-    say_witness(backend.conn, "mcp")
+    pages_checked = checking_pages(path) if current else None
+
+    def build() -> Any:
+        from mcp_bridge.server import create_server
+
+        try:
+            server = create_server(backend, project=project, profile=profile)
+            if pages_checked:
+                pages_checked()
+        except MemoryStoreError as e:
+            raise click.ClickException(f"{path}: {e}")
+        say_witness(backend.conn, "mcp")
+        return server
+
+    opening = Opening(SERVER_NAME, version("datasette-memory"), instructions_for(profile))
     try:
-        serve_stdio(server, max_request_bytes=config.max_request_bytes)
+        serve_stdio(build, max_request_bytes=config.max_request_bytes, opening=opening)
     finally:
         backend.close()
+
+
+def checking_pages(path: pathlib.Path) -> Callable[[], None]:
+    """
+    Run SQLite's quick check of the file at ``path`` in a thread of its own, on a
+    connection of its own.
+
+    :return: a function that waits for it, and raises :class:`~..core.errors.DamagedFile` if it found damage
+    """
+    failed: list[BaseException] = []
+
+    def check() -> None:
+        try:
+            conn = sqlite3.connect(str(path), check_same_thread=False)
+            try:
+                configure(conn)
+                refuse_damaged(conn, path)
+            finally:
+                conn.close()
+        except BaseException as e:  # raised where the server waits for it
+            failed.append(e)
+
+    thread = threading.Thread(target=check, name="datasette-memory page check", daemon=True)
+    thread.start()
+
+    def wait() -> None:
+        thread.join()
+        if failed:
+            raise failed[0]
+
+    return wait
 
 
 def folder_project(given: str | None) -> str:

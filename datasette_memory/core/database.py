@@ -142,6 +142,25 @@ def connect(path: str | pathlib.Path, check_pages: bool = False) -> sqlite3.Conn
     return conn
 
 
+def is_current(path: str | pathlib.Path) -> bool:
+    """
+    Whether the memory file at ``path`` exists and has every migration applied, so that
+    opening it migrates nothing; False for anything else (no file, not a database, older or newer).
+
+    :param path: the memory file
+    """
+    try:
+        conn = sqlite3.connect(f"{pathlib.Path(path).resolve().as_uri()}?mode=ro", uri=True)
+    except (sqlite3.Error, ValueError):
+        return False
+    try:
+        return set(migrations.names()) == applied_migrations(conn)
+    except sqlite3.Error:
+        return False
+    finally:
+        conn.close()
+
+
 def read_connection(path: str | pathlib.Path) -> sqlite3.Connection:
     "A connection to a migrated memory file that refuses writes (``query_only``): for calls that only read."
     conn = connect(path)

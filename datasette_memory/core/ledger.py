@@ -15,7 +15,7 @@ from typing import Any
 from . import witness
 from .clock import now
 from .log_heads import GENESIS_HASH
-from .log_heads import file_machine as machine_id  # the file's machine id, as events record it
+from .log_heads import file_machine as machine_id  # noqa: F401 (the file's machine id, as events record it: read here by others)
 
 HASHED_FIELDS = (
     "machine",
@@ -42,9 +42,12 @@ RECORDED_KINDS = frozenset({
 })
 
 
+CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
 def canonical(value: Any) -> str:
     "The one serialization that hashes are computed over."
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return CANONICAL.encode(value)
 
 
 def digest(text: str | None) -> str | None:
@@ -91,6 +94,19 @@ def head(conn: sqlite3.Connection) -> tuple[int | None, str]:
     return row if row else (None, GENESIS_HASH)
 
 
+# The file's machine id, its next clock and the head's hash, in one statement (each
+# an indexed lookup): what an event is chained to
+NEXT_EVENT = f"""
+    SELECT m.value, (SELECT coalesce(max(clock), 0) + 1 FROM events WHERE machine = m.value),
+        coalesce((SELECT hash FROM events ORDER BY id DESC LIMIT 1), '{GENESIS_HASH}')
+    FROM memory_meta m WHERE m.key = 'machine_id'
+"""
+
+
+INSERTED_COLUMNS = HASHED_FIELDS + ("old", "new", "hash")
+INSERT_EVENT = f"INSERT INTO events ({', '.join(INSERTED_COLUMNS)}) VALUES ({', '.join(':' + c for c in INSERTED_COLUMNS)})"
+
+
 def append_event(
     conn: sqlite3.Connection, caller: Caller, project: str, kind: str, target: str, old: Any = None, new: Any = None,
     ts: str | None = None,
@@ -108,10 +124,7 @@ def append_event(
     :param ts: the change's time, when the rows it wrote carry one (so replay
         rebuilds them exactly); default now
     """
-    machine = machine_id(conn)
-    clock = conn.execute(
-        "SELECT coalesce(max(clock), 0) + 1 FROM events WHERE machine = ?", [machine]
-    ).fetchone()[0]
+    machine, clock, prev_hash = conn.execute(NEXT_EVENT).fetchone()
     old_text = None if old is None else canonical(old)
     new_text = None if new is None else canonical(new)
     event = {
@@ -127,14 +140,10 @@ def append_event(
         "new": new_text,
         "old_digest": digest(old_text),
         "new_digest": digest(new_text),
-        "prev_hash": head(conn)[1],
+        "prev_hash": prev_hash,
     }
     event["hash"] = event_hash(event)
-    columns = list(event)
-    cursor = conn.execute(
-        f"INSERT INTO events ({', '.join(columns)}) VALUES ({', '.join('?' for _ in columns)})",
-        [event[c] for c in columns],
-    )
+    cursor = conn.execute(INSERT_EVENT, event)
     event["id"] = cursor.lastrowid
     witness.appended(conn, "events", event["id"], event["hash"], machine)
     return event

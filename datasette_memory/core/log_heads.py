@@ -30,20 +30,26 @@ def current_heads(conn: sqlite3.Connection) -> dict[str, Any]:
     return heads
 
 
-def log_against(conn: sqlite3.Connection, log: str, row: int, row_hash: str, seen_by: str) -> dict[str, str]:
+def log_against(
+    conn: sqlite3.Connection, log: str, row: int, row_hash: str, seen_by: str, found: tuple[str | None] | None = None
+) -> dict[str, str]:
     """
     Whether ``log`` still holds row ``row`` with hash ``row_hash``, as ``seen_by`` saw it.
 
     :param seen_by: who recorded the head, for the detail: ``its witness``, ``the last clean check``
+    :param found: the hash row ``row`` holds, as ``(hash,)`` (``(None,)`` if there is no such row), when already looked up
     :return: ``{status, detail}``; status ``agrees``, ``shorter`` (the log now ends
         before that row) or ``diverges`` (the row holds another hash, or is missing)
     """
     _, _, noun = LOGS[log]
     name = LOG_NAMES[log]
-    found = conn.execute(f"SELECT hash FROM {log} WHERE id = ?", [row]).fetchone() if row else (GENESIS_HASH,)
-    if found is not None and found[0] == row_hash:
+    if not row:
+        found = (GENESIS_HASH,)
+    elif found is None:
+        found = conn.execute(f"SELECT hash FROM {log} WHERE id = ?", [row]).fetchone() or (None,)
+    if found[0] == row_hash:
         return {"status": "agrees", "detail": f"{name} contains the head {seen_by} saw ({noun} {row})"}
-    if found is None:
+    if found[0] is None:
         end = conn.execute(f"SELECT coalesce(max(id), 0) FROM {log}").fetchone()[0]
         if end < row:
             return {"status": "shorter", "detail": f"{name} ends at {noun} {end}, but {seen_by} saw {noun} {row}: "
@@ -57,19 +63,23 @@ def against(conn: sqlite3.Connection, record: dict[str, Any], seen_by: str) -> l
     Each log ``record`` (the witness, the last clean check) holds a head of,
     against the file behind ``conn``: ``[{log, row, hash, status, detail}]``; a
     record of another file (another machine id) is ``other file`` for each.
+    The machine id and each head's row are looked up in one statement (it runs after every commit).
     """
-    machine = file_machine(conn)
+    heads = [(log, record[id_key], str(record.get(hash_key, GENESIS_HASH)))
+             for log, (id_key, hash_key, _) in LOGS.items() if isinstance(record.get(id_key), int)]
+    lookups = "".join(f", (SELECT hash FROM {log} WHERE id = ?)" for log, _, _ in heads)
+    machine, *found = conn.execute(
+        f"SELECT (SELECT value FROM memory_meta WHERE key = 'machine_id'){lookups}", [row for _, row, _ in heads]
+    ).fetchone()
+    machine = file_machine(conn) if machine is None else str(machine)
     outcomes = []
-    for log, (id_key, hash_key, _) in LOGS.items():
-        if not isinstance(record.get(id_key), int):
-            continue
-        row, row_hash = record[id_key], str(record.get(hash_key, GENESIS_HASH))
+    for (log, row, row_hash), row_found in zip(heads, found):
         outcome: dict[str, Any] = {"log": log, "row": row, "hash": row_hash}
         if record.get("machine") != machine:
             outcome.update(status="other file", detail=(f"{seen_by} belongs to another memory file (machine "
                                                         f"{record.get('machine')}, this file is {machine})"))
         else:
-            outcome.update(log_against(conn, log, row, row_hash, seen_by))
+            outcome.update(log_against(conn, log, row, row_hash, seen_by, (row_found,)))
         outcomes.append(outcome)
     return outcomes
 

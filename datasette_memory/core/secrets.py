@@ -170,6 +170,18 @@ PREFIX_START = re.compile(
 )
 # each other pattern, with the text that must be present for it to match: most text has none of them
 OTHER_GATES = {"private key block": "---", "URL with a password": "://", "credential after a label": (":", "=")}
+# What every finding needs somewhere in the normalized text, all in one pattern, so the
+# ordinary text that most writes carry is scanned once, by it alone: a prefix where
+# PREFIX_START finds one, a key block's dashes, a URL's ://, a label's word followed by
+# := or =>, or a run of 24 key characters (an AWS secret's 40, any base64 run).
+# tests/test_secrets.py checks by property that no text it passes holds a finding.
+SUSPECT = re.compile(
+    PREFIX_START.pattern + r"|---|://|(?:password|passwd|passphrase|secret|key|token|pwd)[\"'`]?\s*[:=]|[A-Za-z0-9+/_\-]{24}",
+    re.IGNORECASE,
+)
+# The same pattern in lower case, for ASCII text in lower case: the same matches, at twice the
+# speed (IGNORECASE folds the case of every character it compares)
+SUSPECT_IN_LOWER_CASE = re.compile(SUSPECT.pattern.lower())
 SPACED_KEY_CHARS = 400  # the longest run of groups joined: a key typed in groups is far shorter
 KEY_GROUP = re.compile(r"[A-Za-z0-9_\-+/=.]++")
 KEY_GROUPS = re.compile(r"[A-Za-z0-9_\-+/=.]++(?:[ \t]+[A-Za-z0-9_\-+/=.]++)+")
@@ -262,6 +274,28 @@ def find_secrets(text: str) -> list[Finding]:
     :param text: any text
     """
     text = normalize(text)
+    return full_scan(text) if suspect(text) else []
+
+
+def suspect(text: str) -> bool:
+    """
+    Whether normalized ``text`` holds something every finding needs (:data:`SUSPECT`):
+    text without it holds no likely secret.
+
+    :param text: text as :func:`normalize` returns it
+    """
+    if text.isascii():
+        return SUSPECT_IN_LOWER_CASE.search(text.lower()) is not None
+    return SUSPECT.search(text) is not None
+
+
+def full_scan(text: str) -> list[Finding]:
+    """
+    Every likely secret in normalized ``text``, by every pattern, in order:
+    :func:`find_secrets` calls it only for text :data:`SUSPECT` matches.
+
+    :param text: text as :func:`normalize` returns it
+    """
     found = find_in(text, PREFIXES_ONLY) + spaced_keys(text) if PREFIX_START.search(text) else []
     found += find_in(text, [pattern for pattern in COMPILED[len(PREFIXED) :] if gate_open(pattern[0], text)])
     found += encoded_keys(text)
@@ -320,18 +354,28 @@ def first_secret(value: Any, field: str) -> tuple[str, str] | None:
     :param value: strings, lists and dicts, nested; dict keys are checked too
     :param field: the argument's name, extended with ``[i]`` and ``.key`` for nested values
     """
+    found = secret_path(value)
+    return (field + "".join(reversed(found[0])), found[1]) if found else None
+
+
+def secret_path(value: Any) -> tuple[list[str], str] | None:
+    "Where the first likely secret inside ``value`` is (the path's parts, innermost first) and its kind, or None."
     if isinstance(value, str):
         kind = secret_kind(value)
-        return (field, kind) if kind else None
-    items: list[tuple[str, Any]] = []
+        return ([], kind) if kind else None
     if isinstance(value, (list, tuple)):
-        items = [(f"{field}[{i}]", item) for i, item in enumerate(value)]
+        for i, item in enumerate(value):
+            if found := secret_path(item):
+                found[0].append(f"[{i}]")
+                return found
     elif isinstance(value, dict):
-        items = [(f"{field}.{key}", item) for key, item in value.items()]
-        items += [(f"{field} (a key)", key) for key in value if isinstance(key, str)]
-    for name, item in items:
-        if found := first_secret(item, name):
-            return found
+        for key, item in value.items():
+            if found := secret_path(item):
+                found[0].append(f".{key}")
+                return found
+        for key in value:
+            if isinstance(key, str) and (kind := secret_kind(key)):
+                return ([" (a key)"], kind)
     return None
 
 

@@ -6,6 +6,7 @@ its whole input before writing and appends one ledger event per change; the
 caller provides the transaction.
 """
 
+import json
 import sqlite3
 from typing import Any
 
@@ -23,22 +24,46 @@ def create_entities(conn: sqlite3.Connection, caller: Caller, project: str, enti
 
     :return: the entities actually created
     """
-    created = []
-    for entity in parse_entities(entities):
-        if entity_id(conn, project, entity["name"]) is not None:
-            continue
-        ts = now()
-        cursor = conn.execute(
-            "INSERT INTO entities (project, name, entity_type, created_at) VALUES (?, ?, ?, ?)",
-            [project, entity["name"], entity["entityType"], ts],
-        )
-        conn.executemany(
-            "INSERT INTO observations (entity_id, content, created_at) VALUES (?, ?, ?)",
-            [(cursor.lastrowid, content, ts) for content in entity["observations"]],
-        )
+    parsed = parse_entities(entities)
+    taken = entity_ids(conn, project, [entity["name"] for entity in parsed])
+    created = [(entity, now()) for entity in parsed if entity["name"] not in taken]
+    if not created:
+        return []
+    last = insert_rows(conn, "entities", ("project", "name", "entity_type", "created_at"),
+                       [[project, entity["name"], entity["entityType"], ts] for entity, ts in created])
+    first = created[0][0]["name"]
+    ids = {first: last} if len(created) == 1 else entity_ids(conn, project, [entity["name"] for entity, _ in created])
+    insert_rows(conn, "observations", ("entity_id", "content", "created_at"),
+                [[ids[entity["name"]], content, ts] for entity, ts in created for content in entity["observations"]])
+    for entity, ts in created:
         append_event(conn, caller, project, "create_entity", entity["name"], new=entity, ts=ts)
-        created.append(entity)
-    return created
+    return [entity for entity, _ in created]
+
+
+def insert_rows(conn: sqlite3.Connection, table: str, columns: tuple[str, ...], rows: list[list[Any]]) -> int | None:
+    """
+    Insert ``rows`` into ``table`` with one statement: FTS5 writes the words it holds to its
+    index at the end of every statement, so rows inserted one statement each made an index
+    segment each (a row alone goes in as VALUES, cheaper than reading it from JSON).
+
+    :return: the id of the last row inserted
+    """
+    if not rows:
+        return None
+    names = ", ".join(columns)
+    if len(rows) == 1:
+        return conn.execute(f"INSERT INTO {table} ({names}) VALUES ({', '.join('?' * len(columns))})", rows[0]).lastrowid
+    extracted = ", ".join(f"json_extract(value, '$[{i}]')" for i in range(len(columns)))
+    sql = f"INSERT INTO {table} ({names}) SELECT {extracted} FROM json_each(?) ORDER BY key"
+    return conn.execute(sql, [json.dumps(rows, ensure_ascii=False)]).lastrowid
+
+
+def entity_ids(conn: sqlite3.Connection, project: str, names: list[str]) -> dict[str, int]:
+    "The ids of the entities of ``project`` among ``names``, by name."
+    return dict(conn.execute(
+        "SELECT name, id FROM entities WHERE project = ? AND name IN (SELECT value FROM json_each(?))",
+        [project, json.dumps(names, ensure_ascii=False)],
+    ).fetchall())
 
 
 def merge_entities(conn: sqlite3.Connection, caller: Caller, project: str, entities: Any) -> dict[str, int]:
