@@ -167,7 +167,8 @@ async def test_search_json_as_of_a_moment(datasette, history):
     then = history["then"]
     found = (await datasette.client.get(path("/-/memory/search.json", project="p", q="port", as_of=then))).json()
     assert found["as_of"] == {"event_id": then, "ts": history["then_ts"], "asked": str(then)}
-    assert [o for r in found["results"] for o in r["observations"]] == ["listens on port 8080"]
+    # the matching observation as it was then, with the entity's next one then (a match shows the one after it)
+    assert [o for r in found["results"] for o in r["observations"]] == ["listens on port 8080", "issues JWTs"]
 
 
 # The overview

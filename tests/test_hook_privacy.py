@@ -63,9 +63,9 @@ def stored(db_path, kind: str) -> list[dict]:
 
 @pytest.fixture(scope="module")
 def seed(tmp_path_factory):
-    "A memory file with an entity and a change no checkpoint covers (so Stop records a reminder), copied per example."
+    "A memory file with an entity and a change no checkpoint covers, made in an agent's session (so Stop records a reminder), copied per example."
     folder = tmp_path_factory.mktemp("seed")
-    memory = Memory.open(folder / "memory.db", project=PROJECT, actor="claude")
+    memory = Memory.open(folder / "memory.db", project=PROJECT, actor="claude", session="mcp-seed")
     memory.create_entities([{"name": "auth-gateway", "entityType": "service", "observations": ["Listens on port 8443"]}])
     memory.append_event("moved the gateway to port 8443", kind="decision")
     memory.close()

@@ -146,11 +146,11 @@ async def test_the_curation_confirmations_promise_holds(shop, curation, fields, 
     "The rename's promise ('searching for postgres-primary still finds it'), and the merge's 'another name of', are true."
     datasette = Datasette([str(shop)], config=CURATOR)
     carol = {"actor": {"id": "carol"}, "headers": SAME_SITE}
-    confirm = await datasette.client.post(entity_form(curation, "postgres-primary"), data={**fields, "step": "confirm"}, **carol)
+    confirm = await datasette.client.post(entity_form(curation, "postgres-primary"), data={**fields, "step": "confirm"}, follow_redirects=True, **carol)
     promise = "searching for <bdi>postgres-primary</bdi> still finds it" if curation == "rename" else "becomes another name of"
     assert promise in confirm.text.replace("<strong>", "").replace("</strong>", "")
     applied = await datasette.client.post(entity_form(curation, "postgres-primary"), data={**fields, "step": "apply"}, **carol)
-    assert applied.status_code == 302
+    assert applied.status_code == 302, applied.text
     for spelling in spellings("postgres-primary"):
         page = await datasette.client.get(f"/-/memory/search?{urlencode({'project': PROJECT, 'q': spelling}, quote_via=quote)}")
         assert results_on_page(page.text)[:1] == [survivor], spelling

@@ -356,7 +356,8 @@ async def test_the_memory_pages_forms_refuse_every_format(datasette, seeded, ste
     for name, actor, path, fields in page_paths(datasette):
         for variation, secret, fragment, kind in FORMATS:
             response = await datasette.client.post(
-                path, data={**filled(fields, secret), "step": step}, actor={"id": actor}, headers=SAME_SITE
+                path, data={**filled(fields, secret), "step": step}, actor={"id": actor}, headers=SAME_SITE,
+                follow_redirects=True,
             )
             assert response.status_code in (200, 400), (name, variation, response.status_code)
             assert f"looks like a credential ({kind})" in response.text.replace("&#39;", "'"), (name, variation)

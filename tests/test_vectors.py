@@ -382,7 +382,7 @@ def test_the_search_page_shows_what_is_only_similar_apart(db_path, semantic, pag
         page.get_by_label("Question or keywords").fill(PARAPHRASE)
         page.get_by_label("Project").select_option("payments")
         page.get_by_role("button", name="Search").click()
-        expect(page.locator(".message-info").first).to_have_text("Memory holds nothing that answers this in payments.")
+        expect(page.locator(".memory-empty")).to_have_text("Memory holds nothing that answers this in payments.")
         expect(page.get_by_role("heading", name="Similar in meaning only")).to_be_visible()
         related = page.locator(".memory-related li")
         expect(related.first.locator("strong a")).to_have_text("card-vault")
