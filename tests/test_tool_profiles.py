@@ -32,7 +32,7 @@ from mcp_bridge.server import build_tools, create_server
 from mcp_bridge.tooling import READ_ONLY, ToolSpec
 
 from .governance import issue_reviewer
-from .test_docs import README
+from .test_docs import README, docs_text
 
 OFFICIAL = list(OFFICIAL_TOOLS)
 MEMORY = OFFICIAL + [
@@ -138,7 +138,7 @@ async def test_instructions_name_only_tools_the_profile_offers(serve, profile):
 
 def test_default_profile_is_memory_as_documented():
     assert DEFAULT_PROFILE == "memory"
-    readme = README.read_text()
+    readme = docs_text()
     assert "--tools [official|memory|all]" in readme and "[default: memory]" in readme
     assert "| `memory` (default) |" in readme
 
