@@ -231,16 +231,18 @@ async def serve_stdio_async(
     place of mcp 2.3.0's ``stdio_server``. It needs fastmcp's and mcp's internals
     (the transport's name, the server's lifespan, the low-level server's
     ``run`` and mcp's context-carrying streams), which no public API offers for
-    a transport of one's own; every such call is in this module, so an upgrade
-    of either package is checked here.
+    a transport of one's own; :mod:`.internals` holds every such name and
+    refuses other versions of either package.
     """
     from fastmcp.server.context import reset_transport, set_transport
     from fastmcp.utilities.logging import temporary_log_level
 
+    from .internals import lifespan
+
     token = set_transport("stdio")
     try:
         with temporary_log_level(log_level):
-            async with server._lifespan_manager():
+            async with lifespan(server):
                 await serve_lines(server, reader, writer, first)
     finally:
         reset_transport(token)
@@ -251,9 +253,9 @@ async def serve_lines(server: Any, reader: LineReader, writer: FrameWriter, firs
     Run the server's session on the messages ``reader`` reads, its replies written by ``writer``;
     the first is ``first``'s line, and the session's answer to a request ``first`` answered is not sent again.
     """
-    from mcp.shared._context_streams import create_context_streams
     from mcp.shared.message import SessionMessage
 
+    from .internals import create_context_streams, low_level_server
     from .splicing import SPLICES, Splices
     from .wire import WireError
 
@@ -305,7 +307,7 @@ async def serve_lines(server: Any, reader: LineReader, writer: FrameWriter, firs
         async with anyio.create_task_group() as tasks:
             tasks.start_soon(read_lines)
             tasks.start_soon(write_replies)
-            low_level = server._mcp_server
+            low_level = low_level_server(server)
             await low_level.run(session_reads, session_writes, low_level.create_initialization_options())
     finally:
         splices.clear()
