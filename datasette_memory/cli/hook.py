@@ -61,7 +61,7 @@ def common_options(function: Callable[..., Any]) -> Callable[..., Any]:
     function = click.option("--actor", default=DEFAULT_ACTOR, show_default=True,
                             help="Who the ledger records as writing the hook's events")(function)
     function = click.option("--project", help="The memory project; default: the .datasette-memory file's, else the git "
-                            "repository's name, else default (see the README's Hooks section)")(function)
+                            "repository's name, else default (see docs/hooks.md)")(function)
     return db_option(function)
 
 
