@@ -574,6 +574,7 @@ async def test_the_installed_server_and_the_hooks_agree_on_the_project(db_path, 
         refused = await client.call_tool("read_graph", {"project": "default"}, raise_on_error=False)
         assert refused.is_error and "pinned to project 'app'" in refused.content[0].text
     started = hook_process(db_path, "session-start", payload("claude_session_start_startup", workdir))
+    assert started.stdout, started.stderr
     assert "billing retries done; next: the refund flow" in context_of(started.stdout, "SessionStart")
     assert [e["content"]["summary"] for e in events(db_path, "checkpoint")] == ["billing retries done; next: the refund flow"]
 
