@@ -5,8 +5,9 @@ package runs a server on a transport of one's own: it needs fastmcp's server
 lifespan (``FastMCP._lifespan_manager``), the low-level server under it
 (``FastMCP._mcp_server``) and mcp's context-carrying streams
 (``mcp.shared._context_streams``). Private names change without notice, so this
-module refuses to load beside versions other than the ones it was read from,
-with an error naming both, rather than fail later in the middle of a session.
+module refuses to load beside a release series other than the one it was read
+from (the minor series, which pyproject.toml's ranges also stop at), with an
+error naming both, rather than fail later in the middle of a session.
 """
 
 import importlib.metadata
@@ -37,15 +38,20 @@ def check_versions(installed: Mapping[str, str]) -> None:
 
     :param installed: package name to installed version, as :func:`installed_versions` gives
     """
-    wrong = {name: installed[name] for name, wanted in WRITTEN_FOR.items() if installed[name] != wanted}
-    if wrong:
+    if any(series(installed[name]) != series(wanted) for name, wanted in WRITTEN_FOR.items()):
         found = ", ".join(f"{name} {version}" for name, version in installed.items())
         wanted = " ".join(f"'{name}=={version}'" for name, version in WRITTEN_FOR.items())
         raise UnsupportedFramework(
             f"datasette-memory's stdio transport uses private parts of fastmcp and mcp and was written for "
-            f"{' and '.join(f'{n} {v}' for n, v in WRITTEN_FOR.items())}, but this Python has {found}: "
+            f"{' and '.join(f'{n} {v}' for n, v in WRITTEN_FOR.items())} (it accepts "
+            f"{' and '.join(f'{n} {series(v)}.x' for n, v in WRITTEN_FOR.items())}), but this Python has {found}: "
             f"install those versions (pip install {wanted}) or a datasette-memory release made for yours"
         )
+
+
+def series(version: str) -> str:
+    "A version's major and minor parts: ``4.2`` of ``4.2.3``."
+    return ".".join(version.split(".")[:2])
 
 
 check_versions(installed_versions())

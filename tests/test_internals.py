@@ -20,14 +20,20 @@ def test_the_installed_versions_are_the_ones_it_was_written_for():
     assert installed_versions() == WRITTEN_FOR
 
 
-@pytest.mark.parametrize("package,version", [("fastmcp", "4.2.4"), ("fastmcp", "5.0.0"), ("mcp", "2.3.1"), ("mcp", "1.9.0")])
+@pytest.mark.parametrize("version", ["4.2.3", "4.2.4", "4.2.10"])
+def test_the_same_minor_series_is_accepted_as_the_dependency_ranges_do(version):
+    check_versions({**WRITTEN_FOR, "fastmcp": version})
+    check_versions({**WRITTEN_FOR, "mcp": "2.3." + version.split(".")[2]})
+
+
+@pytest.mark.parametrize("package,version", [("fastmcp", "4.3.0"), ("fastmcp", "5.0.0"), ("fastmcp", "4.20.3"), ("mcp", "2.4.0"), ("mcp", "1.9.0")])
 def test_another_version_is_refused_naming_both(package, version):
     installed = {**WRITTEN_FOR, package: version}
     with pytest.raises(UnsupportedFramework) as raised:
         check_versions(installed)
     message = str(raised.value)
     assert f"{package} {version}" in message
-    assert "written for fastmcp 4.2.3 and mcp 2.3.0" in message
+    assert "written for fastmcp 4.2.3 and mcp 2.3.0 (it accepts fastmcp 4.2.x and mcp 2.3.x)" in message
     assert "pip install 'fastmcp==4.2.3' 'mcp==2.3.0'" in message
 
 
