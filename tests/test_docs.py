@@ -5,6 +5,7 @@ The README is the newcomer's page; the reference is the MkDocs site under docs/.
 
 import pathlib
 import re
+import shutil
 import subprocess
 import sys
 
@@ -31,16 +32,34 @@ def test_cog_blocks_are_current():
     assert Cog().main(["cog", "--check", *pages]) == 0, "run: cog -r README.md docs/*.md"
 
 
-def test_docs_build_without_a_warning(tmp_path):
-    "mkdocs --strict fails on any warning: a broken link or anchor between pages, a page it cannot read."
+def build_docs(root, site):
+    "Build the site from ``root``'s mkdocs.yml into ``site`` with --strict; return what mkdocs printed."
     result = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
-        cwd=README.parent, capture_output=True, text=True,
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(site)],
+        cwd=root, capture_output=True, text=True,
     )
     assert result.returncode == 0, result.stderr
     assert "WARNING" not in result.stderr, result.stderr
+    return result.stderr
+
+
+def test_docs_build_without_a_warning(tmp_path):
+    "mkdocs --strict fails on any warning: a broken link or anchor between pages, a page it cannot read."
+    build_docs(README.parent, tmp_path / "site")
     built = {page.parent.name for page in (tmp_path / "site").rglob("index.html")}
     assert {page.stem for page in DOCS.glob("*.md")} - {"index"} <= built
+
+
+def test_a_new_page_is_in_the_site_without_a_change_to_its_configuration(tmp_path):
+    "Another developer's docs/*.md page is built and listed in the side bar, after the pages in reading order."
+    shutil.copy(README.parent / "mkdocs.yml", tmp_path)
+    shutil.copytree(DOCS, tmp_path / "docs")
+    (tmp_path / "docs" / "a-new-page.md").write_text("# A new page\n\nSee [the ledger](ledger.md#verify).\n")
+    build_docs(tmp_path, tmp_path / "site")
+    side_bar = re.findall(r'class="toctree-l1"><a class="reference internal" href="([^"]+)"',
+                          (tmp_path / "site" / "index.html").read_text())
+    assert side_bar[0] == "agents/" and side_bar[-1] == "a-new-page/"
+    assert "A new page" in (tmp_path / "site" / "a-new-page" / "index.html").read_text()
 
 
 def test_readme_is_a_newcomers_page():
@@ -66,6 +85,12 @@ def test_readme_links_resolve():
         if anchor:
             slugs = {heading_slug(line) for line in path.read_text().splitlines() if line.startswith("#")}
             assert anchor in slugs, f"README links to {target}#{anchor}, which has no such heading"
+
+
+def test_docs_pictures_are_small():
+    "A picture is in every clone of the repository: each under 150 KB."
+    for picture in DOCS.glob("*.png"):
+        assert picture.stat().st_size < 150_000, f"{picture.name} is {picture.stat().st_size:,} bytes"
 
 
 def heading_slug(line):
