@@ -1,12 +1,17 @@
-"""Regular expressions for search_text: one dialect, two engines.
+"""Regular expressions for search_text: one dialect, two engines, both linear in time.
 
-Patterns are the common subset of Python's ``re`` and ripgrep's default
-(Rust) engine, matched line by line inside each value (a match never spans
-a line break). Constructs only one of the two understands, or understands
-differently, are refused whichever engine runs, so results do not depend on
-whether ripgrep is installed. Both engines run in a child process that is
-killed at the call's deadline: a pattern that backtracks forever in Python
-cannot hold the server.
+Patterns are RE2's syntax, less what ripgrep's default (Rust) engine spells or
+means differently, matched line by line inside each value (a match never spans
+a line break). Both engines are automata, not backtrackers: the time a match
+takes grows with the text, never exponentially with the pattern, so no pattern
+can hold the server. The constructs that need backtracking (lookaround,
+backreferences, atomic groups, possessive repeats) are refused with the reason.
+
+The engine in this process is google-re2 (the deadline is checked between
+lines); ripgrep, when chosen, runs as a child process killed at the deadline.
+RE2's ``\\d``, ``\\w``, ``\\s`` and ``\\b`` are ASCII, so ripgrep is given the
+same classes spelled out (:func:`ascii_classes`): results do not depend on the
+engine.
 """
 
 import json
@@ -15,44 +20,48 @@ import re
 import shutil
 import subprocess
 import sys
-import warnings
+import time
+from collections.abc import Iterator
 from typing import Any
+
+import re2
 
 from ..core.errors import InvalidInput
 from .sql_errors import SqlLimitExceeded
 
-try:
-    from re import _constants as sre_constants, _parser as sre_parse  # type: ignore[attr-defined]
-except ImportError:  # Python < 3.11 keeps them under their old names
-    import sre_constants
-    import sre_parse
-
-REFUSED_OPCODES = {
-    sre_constants.ASSERT: "lookahead and lookbehind",
-    sre_constants.ASSERT_NOT: "lookahead and lookbehind",
-    sre_constants.GROUPREF: "backreferences",
-    sre_constants.GROUPREF_EXISTS: "conditional groups",
-    sre_constants.ATOMIC_GROUP: "atomic groups",
-    sre_constants.POSSESSIVE_REPEAT: "possessive repeats",
-}
-REFUSED_FLAGS = re.ASCII | re.LOCALE | re.VERBOSE
 REPEAT = re.compile(r"\{\d+(,\d*)?\}")
-
-WORKER = r"""
-import json, re, sys
-job = json.loads(sys.stdin.read())
-pattern = re.escape(job["pattern"]) if job["fixed"] else job["pattern"]
-regex = re.compile(pattern, re.IGNORECASE if job["ignore_case"] else 0)
-found = []
-for index, value in enumerate(job["values"]):
-    offset = 0
-    for line in value.split("\n"):
-        for match in regex.finditer(line):
-            if match.end() > match.start() and len(found) < job["limit"]:
-                found.append([index, offset + match.start(), offset + match.end()])
-        offset += len(line) + 1
-print(json.dumps(found))
-"""
+NAMED_GROUP = re.compile(r"\(\?P?<(?![=!])([^>]*)>")
+GROUP_NAME = re.compile(r"[^\W\d]\w*")  # what RE2 and ripgrep both take as a group's name
+# escapes that name a class and are followed by a name in braces: \p{Greek}, \x{263a}
+BRACED = {"p", "P", "x"}
+# escapes RE2 accepts and Rust spells differently or lacks
+UNSHARED_ESCAPES = {
+    "C": "\\C (any byte) is not supported; use . for any character",
+    "Q": "\\Q...\\E is not supported; pass fixed_strings=true to search for text as it is",
+    "E": "\\Q...\\E is not supported; pass fixed_strings=true to search for text as it is",
+}
+# RE2's operator in its error, and the construct it begins
+NEEDS_BACKTRACKING = {
+    "(?=": "lookahead and lookbehind",
+    "(?!": "lookahead and lookbehind",
+    "(?<=": "lookahead and lookbehind",
+    "(?<!": "lookahead and lookbehind",
+    "(?>": "atomic groups",
+    "(?(": "conditional groups",
+    "(?P=": "backreferences",
+}
+FLAGS = "pattern: only the (?i), (?m), (?s) and (?U) flags are supported"
+# RE2's ASCII classes, spelled so that Rust's regex reads them the same, in a class or out of one
+ASCII_CLASSES = {
+    "d": "[0-9]", "D": "[^0-9]",
+    "w": "[0-9A-Za-z_]", "W": "[^0-9A-Za-z_]",
+    "s": "[\\t\\n\\f\\r ]", "S": "[^\\t\\n\\f\\r ]",
+    "b": "(?-u:\\b)", "B": "(?-u:\\B)",
+}
+TOO_LONG = (
+    "search_text: matching took longer than the time limit and was stopped; narrow the rows with where "
+    "or search fewer columns"
+)
 
 
 def check_pattern(pattern: Any, fixed_strings: bool, ignore_case: bool, max_chars: int) -> str:
@@ -74,61 +83,89 @@ def check_pattern(pattern: Any, fixed_strings: bool, ignore_case: bool, max_char
     if fixed_strings:
         return pattern
     check_text(pattern)
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("error")
-            parsed = sre_parse.parse(pattern, re.IGNORECASE if ignore_case else 0)
-            compiled = re.compile(pattern)
-    except (re.error, FutureWarning, DeprecationWarning) as e:
-        raise InvalidInput(f"pattern: not a valid regular expression ({e})")
-    if parsed.state.flags & REFUSED_FLAGS:
-        raise InvalidInput("pattern: the (?a), (?L) and (?x) flags are not supported; (?i), (?m) and (?s) are")
-    walk(parsed)
-    if compiled.search(""):
+    if compiled(pattern, ignore_case, fixed_strings).search(""):
         raise InvalidInput("pattern: it matches the empty string, so it would match everywhere; make it match at least one character")
     return pattern
 
 
-def check_text(pattern: str) -> None:
-    "Refuse what the two dialects spell differently: braces, ``\\Z``, ``\\N{...}``, octal and group numbers."
-    i = 0
-    in_class = False
+def compiled(pattern: str, ignore_case: bool, fixed_strings: bool) -> Any:
+    "``pattern`` compiled by RE2, or its error as the construct and the fix."
+    options = re2.Options()
+    options.log_errors = False
+    options.case_sensitive = not ignore_case
+    options.literal = fixed_strings
+    try:
+        return re2.compile(pattern, options)
+    except re2.error as e:
+        error = e.args[0].decode("utf-8", "replace") if e.args and isinstance(e.args[0], bytes) else str(e)
+        raise InvalidInput(explained(error, pattern))
+
+
+def explained(error: str, pattern: str) -> str:
+    "RE2's error ``error`` for ``pattern`` as what is not supported and why, or as an invalid pattern."
+    operator = error.partition(": ")[2]
+    for start, construct in NEEDS_BACKTRACKING.items():
+        if operator.startswith(start) or (operator == "(?P" and start == "(?P=" and start in pattern):
+            return f"pattern: {construct} are not supported: both engines match in linear time, without backtracking"
+    if error.startswith("invalid perl operator: (?") or error.startswith("invalid named capture group"):
+        return FLAGS if re.fullmatch(r"\(\?[a-zA-Z-]*", operator) else f"pattern: not a valid regular expression ({error})"
+    if error.startswith("bad repetition operator") and operator.endswith("+"):
+        return "pattern: possessive repeats are not supported: both engines match in linear time, without backtracking"
+    return f"pattern: not a valid regular expression ({error})"
+
+
+def pieces(pattern: str) -> Iterator[tuple[int, str, bool]]:
+    """
+    ``pattern`` as its escapes (``\\p{Greek}`` whole), single characters and class openings (``[^]``),
+    each as ``(where it starts, it, whether it is inside a class)``; ``[`` in a class, and Rust's
+    class operators ``&&``, ``--`` and ``~~``, refused.
+    """
+    i, in_class = 0, False
     while i < len(pattern):
-        c = pattern[i]
+        c, end = pattern[i], i + 1
         if c == "\\" and i + 1 < len(pattern):
-            following = pattern[i + 1]
-            if following in "ZN" or following.isdigit():
-                raise InvalidInput(f"pattern: \\{following} is not supported by both engines; see the README's search_text dialect")
-            i += 2
-            continue
-        if c == "[" and not in_class:
-            in_class = True
-            i += 1 + pattern.startswith("^", i + 1)
-            i += pattern.startswith("]", i)  # a ] first in a class is literal in both dialects
-            continue
-        if c == "]" and in_class:
-            in_class = False
-        if c == "{" and not in_class and not REPEAT.match(pattern, i):
+            end = i + 2
+            if pattern[i + 1] in BRACED and pattern.startswith("{", end):
+                end = pattern.find("}", end) + 1 or len(pattern)
+        elif c == "[" and in_class:
+            raise InvalidInput(
+                "pattern: not a valid regular expression for both engines: [ inside a class; write \\[ for a literal bracket "
+                "(POSIX classes such as [[:alpha:]] are not supported: use a range such as [a-zA-Z])"
+            )
+        elif in_class and pattern[i : i + 2] in ("&&", "--", "~~"):
+            raise InvalidInput(f"pattern: {c}{c} in a class is set arithmetic to ripgrep; write \\{c}\\{c} for the two characters")
+        elif c == "[":
+            end += pattern.startswith("^", end)
+            end += pattern.startswith("]", end)  # a ] first in a class is literal in both dialects
+        yield i, pattern[i:end], in_class or c == "["
+        in_class = (in_class and c != "]") or (c == "[" and not in_class)
+        i = end
+
+
+def check_text(pattern: str) -> None:
+    "Refuse what the two dialects spell differently: braces, ``\\Z``, ``\\N{...}``, ``\\C``, ``\\Q``, octal and group numbers."
+    names: set[str] = set()
+    for at, piece, in_class in pieces(pattern):
+        following = piece[1:2] if piece.startswith("\\") else ""
+        if following.isdigit():
+            raise InvalidInput(f"pattern: \\{following} (a backreference or an octal escape) is not supported: both engines match in linear time, without backreferences")
+        if following and following in "ZN":
+            raise InvalidInput(f"pattern: \\{following} is not supported by both engines; use $ for the end of a line (values are matched line by line)")
+        if following in UNSHARED_ESCAPES:
+            raise InvalidInput(f"pattern: {UNSHARED_ESCAPES[following]}")
+        if piece == "{" and not in_class and not REPEAT.match(pattern, at):
             raise InvalidInput("pattern: a brace must be a repeat such as {2} or {1,3}; write \\{ for a literal brace")
-        i += 1
+        named = NAMED_GROUP.match(pattern, at) if piece == "(" and not in_class else None
+        if named and not GROUP_NAME.fullmatch(named[1]):
+            raise InvalidInput(f"pattern: the group name {named[1]!r} must start with a letter or _ and hold only letters, digits and _")
+        if named and named[1] in names:
+            raise InvalidInput(f"pattern: the group name {named[1]!r} is used twice; give each group its own name")
+        names |= {named[1]} if named else set()
 
 
-def walk(parsed: sre_parse.SubPattern) -> None:
-    "Refuse lookaround, backreferences and the other constructs ripgrep's engine lacks."
-    for op, av in parsed:
-        if op in REFUSED_OPCODES:
-            raise InvalidInput(f"pattern: {REFUSED_OPCODES[op]} are not supported by both engines")
-        if op == sre_constants.AT and av == sre_constants.AT_END_STRING:
-            raise InvalidInput("pattern: \\Z is not supported; use $ (values are matched line by line)")
-        if op == sre_constants.SUBPATTERN:
-            if (av[1] | av[2]) & REFUSED_FLAGS:
-                raise InvalidInput("pattern: the (?a), (?L) and (?x) flags are not supported; (?i), (?m) and (?s) are")
-            walk(av[3])
-        elif op == sre_constants.BRANCH:
-            for branch in av[1]:
-                walk(branch)
-        elif op in (sre_constants.MAX_REPEAT, sre_constants.MIN_REPEAT):
-            walk(av[2])
+def ascii_classes(pattern: str) -> str:
+    "``pattern`` for ripgrep: RE2's ASCII ``\\d``, ``\\w``, ``\\s``, ``\\b`` and their negations spelled out."
+    return "".join(ASCII_CLASSES.get(piece[1:], piece) if piece.startswith("\\") else piece for _, piece, _ in pieces(pattern))
 
 
 def ripgrep() -> str | None:
@@ -148,14 +185,33 @@ def find_matches(
     :param fixed_strings: the pattern is literal text
     :param limit: most matches to return
     :param timeout: seconds allowed
-    :param engine: ``ripgrep``, ``python`` or ``auto`` (ripgrep when installed)
+    :param engine: ``python`` (google-re2 in this process), ``ripgrep``, or ``auto`` (``python``)
     :return: ``[(value index, start, end)]`` in characters
     """
-    if engine == "auto":
-        engine = "ripgrep" if ripgrep() else "python"
     if engine == "ripgrep":
         return ripgrep_matches(values, pattern, ignore_case, fixed_strings, limit, timeout)
-    return python_matches(values, pattern, ignore_case, fixed_strings, limit, timeout)
+    return re2_matches(values, pattern, ignore_case, fixed_strings, limit, timeout)
+
+
+def re2_matches(
+    values: list[str], pattern: str, ignore_case: bool, fixed_strings: bool, limit: int, timeout: float
+) -> list[tuple[int, int, int]]:
+    "The matches found by RE2 in this process, the deadline checked before each line."
+    regex = compiled(pattern, ignore_case, fixed_strings)
+    deadline = time.monotonic() + timeout
+    found: list[tuple[int, int, int]] = []
+    for index, value in enumerate(values):
+        offset = 0
+        for line in value.split("\n"):
+            if time.monotonic() > deadline:
+                raise SqlLimitExceeded(TOO_LONG)
+            for match in regex.finditer(line):
+                if match.end() > match.start():
+                    found.append((index, offset + match.start(), offset + match.end()))
+                    if len(found) == limit:
+                        return found
+            offset += len(line) + 1
+    return found
 
 
 def run(command: list[str], data: bytes, timeout: float) -> bytes:
@@ -163,21 +219,10 @@ def run(command: list[str], data: bytes, timeout: float) -> bytes:
     try:
         done = subprocess.run(command, input=data, capture_output=True, timeout=max(timeout, 0.001))
     except subprocess.TimeoutExpired:
-        raise SqlLimitExceeded(
-            "search_text: matching took longer than the time limit and was stopped; simplify the pattern "
-            "(nested repeats such as (a+)+ can take exponential time) or narrow the rows with where"
-        )
+        raise SqlLimitExceeded(TOO_LONG)
     if done.returncode not in (0, 1):
         raise InvalidInput(f"pattern: the search engine refused it ({done.stderr.decode('utf-8', 'replace').strip()})")
     return done.stdout
-
-
-def python_matches(
-    values: list[str], pattern: str, ignore_case: bool, fixed_strings: bool, limit: int, timeout: float
-) -> list[tuple[int, int, int]]:
-    job = {"pattern": pattern, "fixed": fixed_strings, "ignore_case": ignore_case, "limit": limit, "values": values}
-    output = run([sys.executable, "-I", "-c", WORKER], json.dumps(job).encode("utf-8"), timeout)
-    return [tuple(match) for match in json.loads(output)]
 
 
 def ripgrep_matches(
@@ -194,7 +239,7 @@ def ripgrep_matches(
     command: list[str] = [ripgrep(), "--json", "--no-config", "--text", "--line-number", "--max-count", str(limit)]  # type: ignore[list-item]
     command += ["--ignore-case"] if ignore_case else ["--case-sensitive"]
     command += ["--fixed-strings"] if fixed_strings else []
-    output = run(command + ["-e", pattern, "-"], ("\n".join(lines) + "\n").encode("utf-8"), timeout)
+    output = run(command + ["-e", pattern if fixed_strings else ascii_classes(pattern), "-"], ("\n".join(lines) + "\n").encode("utf-8"), timeout)
     found = []
     for message in output.splitlines():
         event = json.loads(message)

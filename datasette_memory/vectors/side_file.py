@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..core.database import write_transaction
+from . import loads_extensions
 from .embedding import DIMENSIONS
 
 SIDE_FILE_SUFFIX = ".vectors"
@@ -74,12 +75,27 @@ def side_file(conn: sqlite3.Connection, create: bool = True) -> Iterator[Any]:
         yield side_files.get(path) if path is not None else None
 
 
+def connect_loading_extensions(path: pathlib.Path) -> Any:
+    """
+    A connection in autocommit mode that can load SQLite extensions: the standard
+    library's where this Python was built with extension loading, else apsw's
+    (its wheels bundle a SQLite that can). Both are used through the same calls
+    (``execute`` with a list of parameters, ``fetchone``, ``fetchall``, ``in_transaction``).
+
+    :param path: the file to open, created if missing
+    """
+    if loads_extensions():
+        return sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
+    import apsw
+
+    return apsw.Connection(str(path))
+
+
 def open_side_file(path: pathlib.Path) -> Any:
     "Open (creating if needed) a side file, with sqlite-vec loaded and its tables present."
-    import sqlean
     import sqlite_vec
 
-    conn = sqlean.connect(str(path), check_same_thread=False, isolation_level=None)
+    conn = connect_loading_extensions(path)
     conn.enable_load_extension(True)
     sqlite_vec.load(conn)
     conn.enable_load_extension(False)
@@ -87,7 +103,7 @@ def open_side_file(path: pathlib.Path) -> Any:
     conn.execute("PRAGMA journal_mode = WAL")
     conn.execute("PRAGMA synchronous = NORMAL")  # derived data: a lost last commit is re-embedded
     conn.execute("PRAGMA secure_delete = ON")  # a forgotten vector's bytes are overwritten
-    conn.executescript(SIDE_FILE_SCHEMA)
+    getattr(conn, "executescript", conn.execute)(SIDE_FILE_SCHEMA)  # apsw's execute runs every statement
     return conn
 
 
