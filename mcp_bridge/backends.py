@@ -25,6 +25,9 @@ from datasette_memory.sqltools import SqlTools
 
 T = TypeVar("T")
 
+# facades kept at most, over every connection and project
+MAX_MEMORIES = 256
+
 
 class Backend(Protocol):
     """What the bridge needs of a backend."""
@@ -93,6 +96,8 @@ class LocalBackend:
         self.writes = ThreadPoolExecutor(max_workers=1, thread_name_prefix="datasette-memory writes")
         self.readers: list[sqlite3.Connection] = []  # every read connection opened, for close()
         self.idle_readers: queue.SimpleQueue[sqlite3.Connection] = queue.SimpleQueue()
+        # by (connection, project): a call reuses the facade its connection made for the project
+        self.memories: dict[tuple[int, str], Memory] = {}
 
     def caller(self) -> tuple[str, str | None]:
         "Who is calling: ``(actor, session)``."
@@ -113,7 +118,18 @@ class LocalBackend:
         return await run_sql(function, self.path, project, self.caller(), self.config, self.allow_secrets)
 
     def memory(self, conn: sqlite3.Connection, project: str) -> Memory:
-        return Memory(conn, project, self.actor, self.session, self.allow_secrets, self.config)
+        """
+        The facade for ``project`` on ``conn``, made once per connection and project
+        (checking the project's name and actor, and scanning the name for secrets, once),
+        and used by one call at a time: its connection is.
+        """
+        key = (id(conn), project)  # the backend holds every connection it made until close(): ids stay theirs
+        memory = self.memories.get(key)
+        if memory is None:
+            if len(self.memories) >= MAX_MEMORIES:
+                self.memories.clear()  # a caller cycling through projects: start again rather than grow
+            memory = self.memories[key] = Memory(conn, project, self.actor, self.session, self.allow_secrets, self.config)
+        return memory
 
     def run_write(self, function: Callable[[Memory], T], project: str) -> T:
         return function(self.memory(self.conn, project))
@@ -140,6 +156,7 @@ class LocalBackend:
         "Finish the writes asked for, then close every connection; call it once no read is in flight."
         self.writes.shutdown()
         witness.flush()
+        self.memories.clear()
         for conn in self.readers:
             conn.close()
         self.conn.close()

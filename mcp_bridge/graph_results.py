@@ -39,7 +39,7 @@ async def graph_reply(bridge: Bridge, project: str | None, read: Callable[[Memor
     return built_result([text_of(rendered)], structured_of(rendered) if structured is None else structured, STORED_DATA_META)
 
 
-def built_result(texts: list[str], structured: dict[str, Any], meta: dict[str, Any]) -> ToolResult:
+def built_result(texts: list[str], structured: dict[str, Any], meta: dict[str, Any] | None) -> ToolResult:
     """
     A result of JSON-ready parts, built without fastmcp's check: a ``ToolResult``
     sends its structured content through JSON and back, a copy of the whole graph.

@@ -14,11 +14,11 @@ from typing import Any
 from fastmcp.tools import ToolResult
 
 from .bridge import Bridge
-from .graph_results import graph_reply, page_result, rendered_dict, whole_graph
+from .graph_results import built_result, graph_reply, page_result, rendered_dict, whole_graph
 from .graph_size import GraphSizeInToolList
 from .graph_text import text_of
 from .official_schemas import OFFICIAL_TOOLS
-from .tooling import DELETES, READ_ONLY, STORED_DATA_META, WRITES, bridge_tool, pretty, text_result
+from .tooling import DELETES, READ_ONLY, STORED_DATA_META, WRITES, bridge_tool, pretty
 
 PROJECT_ARGUMENT = {
     "type": "string",
@@ -64,12 +64,16 @@ def official(hints: Any, as_of: bool = False, extra: dict[str, Any] | None = Non
 
 
 def wrapped(key: str, result: list[Any]) -> ToolResult:
-    "A list result as the official server renders it: the text is the list, the structured content wraps it."
-    return text_result(pretty(result), {key: result}, STORED_DATA_META)
+    """
+    A list result as the official server renders it: the text is the list, the
+    structured content wraps it (the core's lists of strings and dicts, JSON-ready:
+    built without fastmcp's JSON round trip of them).
+    """
+    return built_result([pretty(result)], {key: result}, STORED_DATA_META)
 
 
 def success(message: str) -> ToolResult:
-    return text_result(message, {"success": True, "message": message})
+    return built_result([message], {"success": True, "message": message}, None)
 
 
 @official(WRITES)

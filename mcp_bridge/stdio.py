@@ -8,8 +8,9 @@ line of any length in memory. Here one thread reads stdin's bytes a line at a
 time, never more than the cap on one request (:class:`LineReader`); each line is
 checked by :mod:`.wire`; a malformed one is answered here with its JSON-RPC error,
 and a good one goes to the server's session. Replies and errors are written
-whole, one at a time (:class:`FrameWriter`), so frames never interleave; a
-graph result is written from its rendered pieces into its reply's line
+whole, one at a time (:class:`FrameWriter`), so frames never interleave: a
+short reply from the event loop itself (a thread's round trip cost more than
+the write), a long one from a thread; a graph result is written from its rendered pieces into its reply's line
 (:mod:`.splicing`), never copied whole.
 
 As upstream does, while serving fd 0 reads the null device and fd 1 writes to
@@ -42,6 +43,9 @@ if TYPE_CHECKING:
 # how much of a line over the cap is kept, for its id; the rest is read and dropped in chunks
 PREFIX_BYTES = 4096
 CHUNK_BYTES = 65_536
+# a reply line this short is written from the event loop, not a thread: a pipe (64 KiB) takes it at once
+# unless the client has left most of a pipe's worth unread
+INLINE_BYTES = 16_384
 
 
 @dataclass(frozen=True)
@@ -107,6 +111,20 @@ class FrameWriter:
                 self.stream.write(piece)
             self.stream.write(b"\n")
             self.stream.flush()
+
+    def write_now(self, line: bytes) -> bool:
+        """
+        Write a short line at once, in the caller's thread, unless it is long
+        or another line is being written: then nothing is written and it is False.
+        """
+        if len(line) > INLINE_BYTES or not self.lock.acquire(blocking=False):
+            return False
+        try:
+            self.stream.write(line + b"\n")
+            self.stream.flush()
+        finally:
+            self.lock.release()
+        return True
 
 
 def next_message(reader: LineReader) -> Any:
@@ -301,6 +319,8 @@ async def serve_lines(server: Any, reader: LineReader, writer: FrameWriter, firs
                     unanswered = None
                     continue
                 pieces = splices.pieces(reply.message, line)
+                if isinstance(pieces, tuple) and writer.write_now(line):
+                    continue  # a short reply: a thread's round trip costs more than the write
                 await anyio.to_thread.run_sync(writer.write_pieces, pieces, limiter=writing)
 
     try:

@@ -109,7 +109,8 @@ def parse_json(text: str) -> Any:
             PARSE_ERROR, f"Parse error: the message cannot be read ({e}); send numbers of at most a few dozen digits",
             readable_id(text),
         )
-    if nesting_depth(value) > MAX_DEPTH:
+    # a text with no more openers than the cap cannot nest deeper than it: most messages skip the walk
+    if text.count("[") + text.count("{") > MAX_DEPTH and nesting_depth(value) > MAX_DEPTH:
         raise too_deep(message_id(value))
     if _SURROGATE_ESCAPE.search(text) and has_lone_surrogate(value):
         raise WireError(
@@ -133,13 +134,14 @@ def too_deep(id: int | str | None) -> WireError:
 
 def nesting_depth(value: Any) -> int:
     "How deep arrays and objects nest in ``value`` (a scalar is 0 deep, ``[]`` 1)."
+    if not isinstance(value, (dict, list)):
+        return 0
     deepest, pending = 0, [(value, 1)]
-    while pending:
+    while pending:  # containers only: a scalar adds no depth
         item, depth = pending.pop()
-        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
-        if children is not None:
-            deepest = max(deepest, depth)
-            pending.extend((child, depth + 1) for child in children)
+        deepest = max(deepest, depth)
+        children = item.values() if isinstance(item, dict) else item
+        pending.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
     return deepest
 
 
