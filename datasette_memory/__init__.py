@@ -14,6 +14,7 @@ Where things live (each package says more in its own docstring):
 
 from .config import Config
 from .core.errors import InvalidInput, MemoryStoreError, NotFound, SchemaTooNewError
+from .core.hookspecs import hookimpl
 from .core.validation import DEFAULT_PROJECT
 from .memory import Memory
 from .search.settings import SearchSettings
@@ -29,4 +30,5 @@ __all__ = [
     "NotFound",
     "SchemaTooNewError",
     "SearchSettings",
+    "hookimpl",
 ]

@@ -36,12 +36,25 @@ async def test_startup_migrates_a_served_file(tmp_path):
 
 
 @pytest.mark.parametrize("path", ["/-/memory", "/-/memory/review", "/-/memory/ledger", "/-/memory/search?q=x"])
-async def test_a_memory_file_served_under_another_name_is_a_page_saying_how_to_serve_it(tmp_path, path):
+async def test_a_memory_file_served_under_another_name_is_known_by_its_schema(tmp_path, path):
+    "Plain datasette team-memory.db, no configuration: the file's own tables say it is the memory file."
     Memory.open(tmp_path / "team-memory.db").close()
     datasette = Datasette([str(tmp_path / "team-memory.db")])
     page = await datasette.client.get(path)
+    assert page.status_code == 200 and "memory-nav" in page.text
+    data = await datasette.client.get(path.replace("?", ".json?") if "?" in path else path + ".json")
+    assert data.status_code == 200
+
+
+@pytest.mark.parametrize("path", ["/-/memory", "/-/memory/review", "/-/memory/ledger", "/-/memory/search?q=x"])
+async def test_a_datasette_serving_no_memory_file_says_how_to_serve_one(tmp_path, path):
+    import sqlite3
+
+    sqlite3.connect(tmp_path / "notes.db").execute("CREATE TABLE notes (id INTEGER)").connection.close()
+    datasette = Datasette([str(tmp_path / "notes.db")])
+    page = await datasette.client.get(path)
     assert page.status_code == 404 and "memory-nav" in page.text
-    assert "no memory database named memory is being served (served: team-memory)" in page.text
+    assert "no memory database named memory is being served (served: notes)" in page.text
     assert "plugins: datasette-memory: database:" in page.text
     data = await datasette.client.get(path.replace("?", ".json?") if "?" in path else path + ".json")
     assert data.status_code == 404 and data.json()["error"].startswith("no memory database named memory")
@@ -219,5 +232,5 @@ async def test_overview_lists_the_stored_queries_and_says_when_there_are_more(db
     assert data["queries"][0] == {"name": "q00", "title": "<b>Query 0</b>", "description": None, "path": "/memory/q00"}
     html = (await datasette.client.get("/-/memory")).text
     assert "&lt;b&gt;Query 0&lt;/b&gt;" in html and "More are listed on the database page" in html
-    empty = Datasette([str(db_path)])
-    assert "No stored queries are visible to you." in (await empty.client.get("/-/memory")).text
+    plain = Datasette([str(db_path)])  # no configuration: the plugin gives the built-in queries
+    assert "Pending claims" in (await plain.client.get("/-/memory")).text

@@ -17,16 +17,12 @@ from typing import Any
 
 import click
 
-from ..clients import CLIENTS, SCOPES, FileChange, InstallState, Places, Registration, SettingsFileError, apply
+from ..clients import SCOPES, AgentClient, FileChange, InstallState, Places, Registration, SettingsFileError, agent_clients, apply
 from ..clients.registration import DEFAULT_SERVER_NAME, EXECUTABLE_NAME
 from .options import db_option
 
 CODEX_HOME_ENV = "CODEX_HOME"
 STATE_HOME_ENV = "XDG_STATE_HOME"
-NEXT_STEPS = {
-    "claude-code": "Start a new Claude Code session (or run /mcp and /hooks in one) to pick this up.",
-    "codex": "Start a new Codex session to pick this up (Codex reads a project's .codex/ folder only once you trust the project).",
-}
 
 
 def this_executable() -> str:
@@ -47,7 +43,7 @@ def this_executable() -> str:
 def place_options(function: Callable[..., Any]) -> Callable[..., Any]:
     "The options saying which client and which files: shared by install and uninstall."
     for option in reversed([
-        click.argument("client", type=click.Choice(list(CLIENTS))),
+        click.argument("client", metavar="CLIENT", callback=known_client),
         click.option("--scope", type=click.Choice(SCOPES), default="project", show_default=True,
                      help="project: files in the project folder, for everyone who checks it out; user: files in your home folder, "
                      "for every project"),
@@ -61,6 +57,15 @@ def place_options(function: Callable[..., Any]) -> Callable[..., Any]:
     ]):
         function = option(function)
     return function
+
+
+def known_client(ctx: click.Context, param: click.Parameter, value: str) -> AgentClient:
+    "The client named on the command line: a built-in one or one a plugin registered (read only when a command runs)."
+    clients = agent_clients()
+    if value not in clients:
+        raise click.BadParameter(f"{value!r} is not a client datasette-memory knows; use one of: {', '.join(clients)} "
+                                 "(a plugin can add others)")
+    return clients[value]
 
 
 def checked_server_name(ctx: click.Context, param: click.Parameter, value: str) -> str:
@@ -102,9 +107,9 @@ def registration_options(ignored: bool) -> Callable[[Callable[..., Any]], Callab
 @click.command()
 @place_options
 @registration_options(ignored=False)
-def install(client: str, scope: str, folder: pathlib.Path, codex_home: pathlib.Path | None, server_name: str, dry_run: bool,
+def install(client: AgentClient, scope: str, folder: pathlib.Path, codex_home: pathlib.Path | None, server_name: str, dry_run: bool,
             db_path: pathlib.Path | None, project: str | None, with_stop_hook: bool, executable: str | None) -> None:
-    """Register the MCP server and the hooks with CLIENT (claude-code or codex).
+    """Register the MCP server and the hooks with CLIENT (claude-code, codex, or one a plugin adds).
 
     Merges its entries into the client's settings and keeps everything else in
     them. A file that changes is backed up first, in your state folder
@@ -120,15 +125,16 @@ def install(client: str, scope: str, folder: pathlib.Path, codex_home: pathlib.P
         server_name=server_name,
     )
     where = places(scope, folder, codex_home)
-    run(client, where, lambda: CLIENTS[client].install_changes(registration, where), dry_run)
+    run(client, where, lambda: client.install_changes(registration, where), dry_run)
     if not dry_run:
-        click.echo(NEXT_STEPS[client])
+        if client.next_step:
+            click.echo(client.next_step)
         click.echo("Undo with: " + shlex.join(undo_command(client, where, server_name)))
 
 
-def undo_command(client: str, where: Places, server_name: str) -> list[str]:
+def undo_command(client: AgentClient, where: Places, server_name: str) -> list[str]:
     "The uninstall command that undoes an install made with these options."
-    words = ["datasette-memory", "uninstall", client]
+    words = ["datasette-memory", "uninstall", client.name]
     if where.scope == "user":
         words += ["--scope", "user"]
     elif where.folder != pathlib.Path.cwd():
@@ -139,7 +145,7 @@ def undo_command(client: str, where: Places, server_name: str) -> list[str]:
 @click.command()
 @place_options
 @registration_options(ignored=True)
-def uninstall(client: str, scope: str, folder: pathlib.Path, codex_home: pathlib.Path | None, server_name: str,
+def uninstall(client: AgentClient, scope: str, folder: pathlib.Path, codex_home: pathlib.Path | None, server_name: str,
               dry_run: bool, **ignored: Any) -> None:
     """Remove the MCP server and every datasette-memory hook from CLIENT's settings.
 
@@ -149,20 +155,20 @@ def uninstall(client: str, scope: str, folder: pathlib.Path, codex_home: pathlib
     It takes install's options, so an install command undoes with one word changed.
     """
     where = places(scope, folder, codex_home)
-    changes = run(client, where, lambda: CLIENTS[client].uninstall_changes(server_name, where), dry_run)
+    changes = run(client, where, lambda: client.uninstall_changes(server_name, where), dry_run)
     for made, removed in install_state().remove_made_folders([change.path for change in changes] if not dry_run else []):
         click.echo(f"  {made}: " + ("removed the folder, which install had made" if removed else
                                     "kept the folder install made: something else is in it now"))
 
 
-def run(client: str, where: Places, plan: Callable[[], list[FileChange]], dry_run: bool) -> list[FileChange]:
+def run(client: AgentClient, where: Places, plan: Callable[[], list[FileChange]], dry_run: bool) -> list[FileChange]:
     "Plan every change, then print and (unless a dry run) write each; the changes planned."
     try:
         changes = plan()
     except SettingsFileError as e:
         raise click.ClickException(str(e))
     in_place = f" ({where.folder})" if where.scope == "project" else ""
-    click.echo(f"{CLIENTS[client].NAME}, {where.scope} scope{in_place}{': dry run, nothing written' if dry_run else ''}")
+    click.echo(f"{client.title}, {where.scope} scope{in_place}{': dry run, nothing written' if dry_run else ''}")
     now, state = datetime.datetime.now(), install_state()
     for change in changes:
         backup = None if dry_run else apply(change, now, state)

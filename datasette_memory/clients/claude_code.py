@@ -15,13 +15,17 @@ a SessionStart group without a matcher runs at startup, resume, ``/clear`` and c
 """
 
 import pathlib
+from collections.abc import Callable
 
+from ..core.hookspecs import hookimpl
+from .agent_clients import AgentClient
 from .json_entries import drop_hooks, drop_server, put_hooks, put_server
 from .places import Places
 from .registration import Registration
 from .setting_files import FileChange, edit_json
 
 NAME = "Claude Code"
+NEXT_STEP = "Start a new Claude Code session (or run /mcp and /hooks in one) to pick this up."
 # the events our hooks run at (Claude Code sends a failed tool call as PostToolUseFailure, not PostToolUse)
 HOOK_EVENTS = ("SessionStart", "UserPromptSubmit", "PostToolUse", "PostToolUseFailure", "Stop")
 
@@ -69,3 +73,8 @@ def uninstall_changes(server_name: str, places: Places) -> list[FileChange]:
         edit_json(mcp, lambda data: drop_server(data, server_name)),
         edit_json(hooks, drop_hooks),
     ]
+
+
+@hookimpl
+def register_agent_clients(register: Callable[[AgentClient], None]) -> None:
+    register(AgentClient("claude-code", NAME, install_changes, uninstall_changes, NEXT_STEP))

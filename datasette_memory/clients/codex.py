@@ -14,7 +14,10 @@ in older versions; newer ones run them unless ``[features] hooks = false``.
 """
 
 import pathlib
+from collections.abc import Callable
 
+from ..core.hookspecs import hookimpl
+from .agent_clients import AgentClient
 from .json_entries import drop_hooks, put_hooks
 from .places import Places
 from .registration import Registration
@@ -22,6 +25,7 @@ from .setting_files import FileChange, edit_json
 from .toml_entries import drop_hooks_feature, drop_server, edit_toml, enable_hooks_feature, put_server
 
 NAME = "Codex"
+NEXT_STEP = "Start a new Codex session to pick this up (Codex reads a project's .codex/ folder only once you trust the project)."
 # the events our hooks run at (Codex has no PostToolUseFailure)
 HOOK_EVENTS = ("SessionStart", "UserPromptSubmit", "PostToolUse", "Stop")
 
@@ -60,3 +64,8 @@ def uninstall_changes(server_name: str, places: Places) -> list[FileChange]:
         edit_toml(config, [drop_server(server_name), drop_hooks_feature()]),
         edit_json(hooks, drop_hooks),
     ]
+
+
+@hookimpl
+def register_agent_clients(register: Callable[[AgentClient], None]) -> None:
+    register(AgentClient("codex", NAME, install_changes, uninstall_changes, NEXT_STEP))

@@ -6,7 +6,7 @@ import sqlite3
 import time
 from collections.abc import Iterator
 
-from . import witness
+from . import plugins, witness
 from .errors import DamagedFile, SchemaTooNewError
 from .migrations import MIGRATION_SET, migrations
 
@@ -217,18 +217,25 @@ def write_transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
     """
     nested = conn.in_transaction
     conn.execute("SAVEPOINT write_transaction" if nested else "BEGIN IMMEDIATE")
+    events_before = plugins.appended_count(conn)
     try:
         yield conn
     except BaseException:
         if conn.in_transaction:
             conn.execute("ROLLBACK TO write_transaction" if nested else "ROLLBACK")
+        plugins.rolled_back(conn, to=events_before if nested else 0)
         if not nested:
             witness.rolled_back(conn)
         raise
     else:
-        conn.execute("RELEASE write_transaction" if nested else "COMMIT")
+        try:
+            conn.execute("RELEASE write_transaction" if nested else "COMMIT")
+        except BaseException:
+            plugins.rolled_back(conn, to=events_before if nested else 0)  # a failed commit announces nothing
+            raise
         if not nested:
             witness.committed(conn)
+            plugins.committed(conn)
 
 
 @contextlib.contextmanager
@@ -245,3 +252,4 @@ def rehearsal(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
     finally:
         conn.execute("ROLLBACK")
         witness.rolled_back(conn)
+        plugins.rolled_back(conn)

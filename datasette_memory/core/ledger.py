@@ -12,7 +12,7 @@ import sqlite3
 from dataclasses import dataclass
 from typing import Any
 
-from . import witness
+from . import plugins, witness
 from .clock import now
 from .log_heads import GENESIS_HASH
 from .log_heads import file_machine as machine_id  # noqa: F401 (the file's machine id, as events record it: read here by others)
@@ -146,6 +146,7 @@ def append_event(
     cursor = conn.execute(INSERT_EVENT, event)
     event["id"] = cursor.lastrowid
     witness.appended(conn, "events", event["id"], event["hash"], machine)
+    plugins.appended(conn, dict(event))
     return event
 
 

