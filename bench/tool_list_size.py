@@ -10,7 +10,7 @@ tokenizer (the semantic extra's), for comparison.
 
     python bench/tool_list_size.py [--wordpiece]
 
-The README's table of profiles is this script's ``markdown_table()``, through cog.
+docs/tools.md's table of profiles is this script's ``markdown_table()``, through cog.
 """
 
 import argparse
@@ -63,7 +63,7 @@ def sizes() -> list[dict[str, Any]]:
 
 
 def markdown_table(rows: list[dict[str, Any]]) -> str:
-    "The README's table of profiles."
+    "docs/tools.md's table of profiles."
     lines = [
         "| `--tools` | tools | tools/list JSON, characters | estimated tokens (characters / 4) | instructions, characters |",
         "|---|---:|---:|---:|---:|",

@@ -7,7 +7,7 @@ from .core import evidence
 from .core.ledger import verify_chain
 from .history.replay import Project, replay
 
-CHECKED_ON_SIGHT = 20_000  # a ledger this long is checked whole on every look: 0.19 s on a 2-core machine (README, Pages)
+CHECKED_ON_SIGHT = 20_000  # a ledger this long is checked whole on every look: 0.19 s on a 2-core machine (docs/benchmarks.md, Pages)
 ENTITIES_LISTED = 100  # per project, in a past overview
 
 

@@ -16,7 +16,7 @@ nothing heavy, so the CLI can offer the choices without loading fastmcp.
 from datasette_memory.core.errors import InvalidInput
 
 PROFILES = ("official", "memory", "all")
-# what the doors (``mcp --tools`` and the HTTP endpoint) offer unless told otherwise: why, in the README
+# what the doors (``mcp --tools`` and the HTTP endpoint) offer unless told otherwise: why, in docs/tools.md
 DEFAULT_PROFILE = "memory"
 
 

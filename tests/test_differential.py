@@ -88,7 +88,7 @@ def test_tool_definitions_match(results):
         assert schema["properties"].pop("project")["type"] == "string"  # our optional extra arguments
         if name in ("read_graph", "search_nodes", "open_nodes"):
             assert schema["properties"].pop("as_of")["type"] == ["string", "integer"]
-        if name == "read_graph":  # read a page at a time: documented in the README's differences
+        if name == "read_graph":  # read a page at a time: documented in docs/tools.md's differences
             assert schema["properties"].pop("limit")["type"] == "integer"
             assert schema["properties"].pop("cursor")["type"] == "string"
         assert schema == official.input_schema

@@ -274,7 +274,7 @@ def test_kill_9_mid_burst_leaves_a_prefix_never_a_fork(tmp_path, place):
 
 
 def test_a_restored_follower_serves_the_pages_read_only(built, folder, tmp_path):
-    "The README's recipe for browsing off the hub: a restored copy, served immutable by plain Datasette with the plugin."
+    "docs/replication.md's recipe for browsing off the hub: a restored copy, served immutable by plain Datasette with the plugin."
     replicated(built, folder)
     done, copy = restored(folder, tmp_path, name="browse.db")
     assert done.returncode == 0, done.stderr

@@ -70,7 +70,7 @@ async def test_off_this_machine_anonymous_readers_are_refused_unless_public(db_p
 
 
 async def test_a_team_signs_reviewers_in_with_passwords_and_they_approve_through_the_forms(db_path, tmp_path):
-    "datasette-auth-passwords, configured through serve --config, as the README tells a team to do."
+    "datasette-auth-passwords, configured through serve --config, as docs/datasette.md tells a team to do."
     team = {
         "plugins": {"datasette-auth-passwords": {"alice_password_hash": hash_password("correct horse")}},
     }

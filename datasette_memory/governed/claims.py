@@ -22,7 +22,7 @@ CLAIM_COLUMNS = (
     "confidence", "status", "proposed_by", "proposed_at", "fact_id",
 )
 STATUSES = ("candidate", "approved", "rejected")
-# the words people use for a status: the pages and the README call a candidate "pending"
+# the words people use for a status: the pages and the docs call a candidate "pending"
 STATUS_NAMES = {**{status: status for status in STATUSES}, "pending": "candidate"}
 MAX_EVIDENCE_ITEMS = 100
 

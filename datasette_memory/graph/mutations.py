@@ -1,7 +1,7 @@
 """Changing the knowledge graph: the official memory server's operations.
 
 The operations and result shapes are those of the official MCP memory server;
-the deviations (all safer) are listed in the README. Each function validates
+the deviations (all safer) are listed in docs/tools.md. Each function validates
 its whole input before writing and appends one ledger event per change; the
 caller provides the transaction.
 """

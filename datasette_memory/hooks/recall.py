@@ -7,7 +7,7 @@ applies) with the core's ranked search (:func:`~datasette_memory.search.memory_s
 matches only: an entity only similar in meaning is never injected. Then
 :data:`RULE` keeps the confident ones; its numbers were chosen on the retrieval
 benchmark's tuning queries used as prompts (``bench/hook_recall.py``), and its
-held-out figures are in the README.
+held-out figures are in docs/benchmarks.md (Retrieval).
 """
 
 import dataclasses

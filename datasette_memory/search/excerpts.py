@@ -3,7 +3,7 @@
 A match shows the observations that matched, each with the one after it: in a
 conversation stored as turns, a question's answer is the next turn (on the
 retrieval benchmark's conversations, the answering turn came back 5 to 10% more
-often; README, Retrieval).
+often; docs/benchmarks.md, Retrieval).
 """
 
 import json

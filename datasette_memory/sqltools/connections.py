@@ -10,7 +10,7 @@ from .limits import Limits, apply_limits
 from .names import fold
 
 # Python 3.12+ can switch SQLite's defensive mode on; on 3.11 the guard and
-# trusted_schema=OFF stand in for it (see README "SQL tools").
+# trusted_schema=OFF stand in for it (see docs/tools.md, Caps).
 DEFENSIVE_MODE = hasattr(sqlite3, "SQLITE_DBCONFIG_DEFENSIVE")
 
 
