@@ -1,0 +1,123 @@
+"""How many hook processes the Claude Code plugin's PostToolUse matcher saves, and what each one costs.
+
+    python bench/hook_matcher.py [--runs 12]
+
+Counts tool calls by name, with and without the matcher in claude-plugin/hooks/hooks.json,
+over two transcripts:
+
+- published: the per-tool counts of 1,835 real Claude Code sessions that cc-multi's
+  README prints as its sample output (github.com/yurukusa/cc-multi; solo plus parallel
+  calls of each tool it lists);
+- session: one bug-fixing session written out call by call below (find, read, test,
+  edit, test again, commit), the shape of the sessions the hooks were written for.
+
+Then times real ``datasette-memory hook tool`` processes on a memory file, a Read
+payload (what the matcher now skips) and a Bash one (what it keeps) taking turns,
+beside a bare ``python -c pass``, so saved calls become seconds. Prints the load average.
+"""
+
+import argparse
+import json
+import os
+import pathlib
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+HOOKS = ROOT / "claude-plugin" / "hooks" / "hooks.json"
+EXECUTABLE = pathlib.Path(sys.executable).parent / "datasette-memory"
+
+# cc-multi's sample output: solo + parallel calls per tool, over 1,835 sessions
+PUBLISHED = {
+    "Bash": 36254 + 6124, "Read": 14821 + 13650, "Edit": 15891 + 1404, "Grep": 7823 + 5099, "Write": 4987 + 285,
+    "Glob": 1089 + 2341, "TaskUpdate": 1089 + 925, "WebSearch": 1412 + 628, "TaskCreate": 614 + 491,
+}
+PUBLISHED_SESSIONS = 1835
+
+# one session, call by call: a failing test reported, found, fixed and committed
+SESSION = (
+    ["TodoWrite", "Glob", "Grep", "Grep", "Read", "Read", "Read", "Bash"]  # find the code, run the failing test
+    + ["Read", "Grep", "Read", "Read", "Read", "TodoWrite"]  # follow the call
+    + ["Edit", "Bash", "Read", "Edit", "Edit", "Bash"]  # fix, test, fix again, test
+    + ["Grep", "Read", "Read", "Edit", "Write", "Bash", "TodoWrite"]  # a second caller, a new test
+    + ["Glob", "Read", "Edit", "Bash", "Bash", "Bash", "mcp__memory__add_observations", "TodoWrite"]  # docs, full run, commit
+)
+
+
+def matcher(event: str) -> str:
+    (group,) = json.loads(HOOKS.read_text())["hooks"][event]
+    return group["matcher"]
+
+
+def counted(calls: dict[str, int], names: str) -> tuple[int, int]:
+    "(all calls, calls the matcher lets through): a matcher of letters and | is a list of exact names."
+    kept = set(names.split("|"))
+    return sum(calls.values()), sum(n for tool, n in calls.items() if tool in kept)
+
+
+def tally(calls: list[str]) -> dict[str, int]:
+    found: dict[str, int] = {}
+    for tool in calls:
+        found[tool] = found.get(tool, 0) + 1
+    return found
+
+
+def payload(tool: str, folder: pathlib.Path) -> bytes:
+    tool_input = {"file_path": str(folder / "app.py")} if tool == "Read" else {"command": "pytest -q"}
+    return json.dumps({"hook_event_name": "PostToolUse", "session_id": "bench", "cwd": str(folder), "tool_name": tool,
+                       "tool_input": tool_input, "tool_response": {"stdout": "3 passed in 0.1s"}}).encode()
+
+
+def timed(command: list[str], data: bytes) -> float:
+    start = time.perf_counter()
+    subprocess.run(command, input=data, capture_output=True, check=True)
+    return (time.perf_counter() - start) * 1000
+
+
+def hook_costs(runs: int) -> dict[str, float]:
+    "Median milliseconds of a hook process for Read and for Bash, and of a bare interpreter, taking turns."
+    with tempfile.TemporaryDirectory() as folder:
+        here = pathlib.Path(folder)
+        hook = [str(EXECUTABLE), "hook", "tool", "--db", str(here / "memory.db"), "--project", "bench"]
+        timed(hook, payload("Bash", here))  # creates and migrates the file
+        times: dict[str, list[float]] = {"hook tool (Read)": [], "hook tool (Bash)": [], "python -c pass": []}
+        for _ in range(runs):
+            times["hook tool (Read)"].append(timed(hook, payload("Read", here)))
+            times["hook tool (Bash)"].append(timed(hook, payload("Bash", here)))
+            times["python -c pass"].append(timed([sys.executable, "-c", "pass"], b""))
+    return {name: statistics.median(found) for name, found in times.items()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=12, help="hook processes timed per kind")
+    runs = parser.parse_args().runs
+    names = matcher("PostToolUse")
+    assert names == matcher("PostToolUseFailure")
+    print(f"load average before: {os.getloadavg()[0]:.2f}")
+    print(f"matcher: {names}\n")
+    print(f"{'transcript':<12}{'calls':>9}{'hooks before':>14}{'hooks after':>13}{'saved':>9}{'share':>8}")
+    rows = [("published", PUBLISHED, PUBLISHED_SESSIONS), ("session", tally(SESSION), 1)]
+    saved_per_session = {}
+    for label, calls, sessions in rows:
+        total, kept = counted(calls, names)
+        saved_per_session[label] = (total - kept) / sessions
+        print(f"{label:<12}{total:>9,}{total:>14,}{kept:>13,}{total - kept:>9,}{(total - kept) / total:>8.0%}")
+    print("\nby tool (published, then session):")
+    for label, calls, _ in rows:
+        print("  " + ", ".join(f"{tool} {n:,}" for tool, n in sorted(calls.items(), key=lambda item: -item[1])))
+    costs = hook_costs(runs)
+    print(f"\nmedian of {runs} processes each, taking turns:")
+    for name, ms in costs.items():
+        print(f"  {name:<18}{ms:8.1f} ms")
+    per_call = costs["hook tool (Read)"]
+    for label, saved in saved_per_session.items():
+        print(f"{label}: {saved:.1f} hook processes saved per session, {saved * per_call / 1000:.1f} s of process time")
+    print(f"load average after: {os.getloadavg()[0]:.2f}")
+
+
+if __name__ == "__main__":
+    main()
