@@ -1,3 +1,7 @@
+import pathlib
+import subprocess
+import sys
+
 import pytest
 from datasette.app import Datasette
 
@@ -58,6 +62,16 @@ def semantic():
         pytest.importorskip(module, reason="needs pip install 'datasette-memory[vectors]'")
     yield
     close_side_files()
+
+
+@pytest.fixture(scope="session")
+def wheel(tmp_path_factory):
+    "The package built as a wheel from this checkout, once per test process (tests/test_wheel.py, tests/test_packaging.py)."
+    folder = tmp_path_factory.mktemp("dist")
+    root = pathlib.Path(__file__).parent.parent
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(folder), str(root)], check=True)
+    (built,) = folder.glob("*.whl")
+    return built
 
 
 @pytest.fixture(scope="module")
