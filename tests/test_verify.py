@@ -140,7 +140,7 @@ def test_the_rich_file_is_clean_and_has_a_row_in_every_table(rich):
     report = verify_ok(rich)
     assert report["mode"] == "full" and [c["check"] for c in report["checks"]] == [
         "file integrity", "schema", "word indexes", "ledger chain", "head witness", "last clean check", "SQL audit chain", "replay",
-        "event index", "project sizes",
+        "event index", "project sizes", "origins",
     ]
     conn = raw(rich)
     for table in TABLES:
@@ -985,7 +985,7 @@ def test_an_incremental_check_after_growth(grown):
     report = verify_ok(path, since_checkpoint=True)
     assert report["mode"] == f"since checkpoint at event {anchor}"
     assert [c["check"] for c in report["checks"]] == [
-        "schema", "ledger chain", "head witness", "last clean check", "SQL audit chain", "replay", "event index", "project sizes"
+        "schema", "ledger chain", "head witness", "last clean check", "SQL audit chain", "replay", "event index", "project sizes", "origins"
     ]
     assert "1001 events since" in checks(report)["ledger chain"]["detail"]
     newest = one(raw(path), "SELECT max(id) FROM events")

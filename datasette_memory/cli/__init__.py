@@ -26,6 +26,10 @@ COMMANDS = {
     "install": ".install:install",
     "uninstall": ".install:uninstall",
     "hook": ".hook:hook",
+    "sync": ".sync:sync",
+    "bundle": ".sync:bundle",
+    "share": ".sync:share",
+    "unshare": ".sync:unshare",
 }
 
 

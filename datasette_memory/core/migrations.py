@@ -753,3 +753,68 @@ def m012_event_names_by_kind(db: Database) -> None:
     # it serves, instead of one that ran all seven parts of EVENT_NAMES for every event:
     # the same rows (verify compares them with event_names_sql), a fifth of the work per event.
     run_script(db, "DROP TRIGGER memory_event_names_insert;\n" + "".join(event_names_trigger(name) for name in EVENT_NAME_TRIGGERS))
+
+
+@migrations()
+def m013_sync(db: Database) -> None:
+    # Sync by ledger (datasette_memory/sync): the projects a person shared (only
+    # those ever leave the machine), the events other machines sent, each under its
+    # origin (machine, clock) and its own hash chain, an opaque one holding nothing
+    # but its place in that chain, the local events that applied foreign ones (an
+    # echo, never sent on as this machine's own), and each peer's last sync.
+    run_script(
+        db,
+        """
+        CREATE TABLE memory_sync_projects (
+            project TEXT PRIMARY KEY,
+            shared_at TEXT NOT NULL,
+            shared_by TEXT NOT NULL
+        );
+        CREATE TABLE memory_sync_events (
+            machine TEXT NOT NULL,
+            clock INTEGER NOT NULL,
+            ts TEXT,
+            actor TEXT,
+            session TEXT,
+            project TEXT,
+            kind TEXT,
+            target TEXT,
+            old TEXT,
+            new TEXT,
+            old_digest TEXT,
+            new_digest TEXT,
+            prev_hash TEXT NOT NULL,
+            hash TEXT NOT NULL,
+            opaque INTEGER NOT NULL DEFAULT 0,
+            received_at TEXT NOT NULL,
+            received_from TEXT NOT NULL,
+            PRIMARY KEY (machine, clock)
+        );
+        CREATE INDEX memory_sync_events_by_project ON memory_sync_events (project, kind);
+        CREATE TRIGGER memory_sync_events_refuse_delete BEFORE DELETE ON memory_sync_events
+        BEGIN
+            SELECT RAISE(ABORT, 'foreign events are append-only: they cannot be deleted');
+        END;
+        -- an opaque event becomes whole only when its whole form arrives, with the same hash
+        CREATE TRIGGER memory_sync_events_refuse_update BEFORE UPDATE ON memory_sync_events
+        WHEN NOT (old.opaque = 1 AND new.opaque = 0 AND new.machine = old.machine AND new.clock = old.clock
+            AND new.hash = old.hash AND new.prev_hash = old.prev_hash)
+        BEGIN
+            SELECT RAISE(ABORT, 'foreign events are append-only: they cannot be updated');
+        END;
+        CREATE TABLE memory_sync_derived (
+            event_id INTEGER PRIMARY KEY REFERENCES events(id)
+        );
+        -- projects holding foreign events not yet applied (applied by the next sync, or by share)
+        CREATE TABLE memory_sync_pending (
+            project TEXT PRIMARY KEY
+        );
+        CREATE TABLE memory_sync_peers (
+            peer TEXT PRIMARY KEY,
+            synced_at TEXT NOT NULL,
+            sent INTEGER NOT NULL,
+            received INTEGER NOT NULL,
+            applied INTEGER NOT NULL
+        );
+        """,
+    )

@@ -33,6 +33,7 @@ from ..sqltools.audit_log import audit_chain_problems
 from . import compare
 from .compare import CHECKPOINT_COLUMNS, anomalies, checkpoint_differences, differences, live
 from .replay import Replay, replay
+from .origins import origin_chains, summary
 from .touching import events_shaping, governed_touched_since, names_touched_since
 
 # word index -> (the table it indexes, that table's rowid column, the indexed columns)
@@ -171,6 +172,7 @@ def full_checks(conn: sqlite3.Connection, path: pathlib.Path) -> list[Check]:
         run("replay", lambda c: full_replay(conn, c)),
         run("event index", lambda c: event_index(conn, c)),
         run("project sizes", lambda c: project_sizes(conn, c)),
+        run("origins", lambda c: origins(conn, c)),
     ]
 
 
@@ -185,6 +187,7 @@ def incremental_checks(conn: sqlite3.Connection, path: pathlib.Path, record: dic
         run("replay", lambda c: replay_since(conn, anchor, c)),
         run("event index", lambda c: event_index(conn, c, after=anchor)),
         run("project sizes", lambda c: project_sizes(conn, c)),
+        run("origins", lambda c: origins(conn, c)),
     ]
 
 
@@ -542,3 +545,10 @@ def project_sizes(conn: sqlite3.Connection, check: Check) -> None:
                 "expected": counted.get(project, 0), "found": kept.get(project),
             })
     check.detail = "each project's size matches its entities"
+
+
+def origins(conn: sqlite3.Connection, check: Check) -> None:
+    "Each origin's chain as this file holds it (its own: the ledger; others': the events sync brought), one per line."
+    chains = origin_chains(conn)
+    check.detail = "; ".join(summary(chain) for chain in chains)
+    check.problems += [summary(chain) for chain in chains if not chain["ok"]]

@@ -1,0 +1,211 @@
+"""
+Sync by ledger between real memory files: bundles passed between laptops and a real ``datasette-memory serve`` hub.
+
+Three peers in temporary folders apply random operations (a Hypothesis state
+machine) and sync in random pairs through bundles and through the hub: once
+everyone has synced, all hold the same graph and the same events of every
+origin, each file verifies, nothing deleted comes back, and no private
+project's text is in another peer's file, the hub's or a bundle's bytes.
+"""
+
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
+
+from datasette_memory import Config, Memory, SearchSettings
+from datasette_memory.history.file_check import verify_file
+from datasette_memory.sync.bundle import make_bundle, sync_bundle
+from datasette_memory.sync.hub import sync_hub
+from datasette_memory.sync.shared import share
+
+from .test_cli import fetch, free_port
+
+LEXICAL = Config(search=SearchSettings(semantic=False))
+ENV = {**os.environ, "DATASETTE_MEMORY_NO_VECTORS": "1", "PYTHONPATH": os.pathsep.join(sys.path)}
+
+
+def open_peer(path: pathlib.Path, project: str = "team", shared: bool = True) -> Memory:
+    memory = Memory.open(path, project=project, actor="tester", config=LEXICAL)
+    if shared:
+        share(memory.conn, project, "tester")
+    return memory
+
+
+def graph(memory: Memory) -> tuple[frozenset, frozenset]:
+    "The graph as sets: observation order within an entity is each peer's own (see docs/sync.md)."
+    read = memory.read_graph()
+    entities = frozenset((e["name"], e["entityType"], frozenset(e["observations"])) for e in read["entities"])
+    return entities, frozenset((r["from"], r["to"], r["relationType"]) for r in read["relations"])
+
+
+def chains(memory: Memory) -> frozenset:
+    "Every event this file holds, of every origin, as (machine, clock, hash)."
+    own = memory.conn.execute("SELECT machine, clock, hash FROM events").fetchall()
+    foreign = memory.conn.execute("SELECT machine, clock, hash FROM memory_sync_events").fetchall()
+    return frozenset(own + foreign)
+
+
+class Hub:
+    """A real ``datasette-memory serve`` on loopback, with a token from ``create-token``."""
+
+    def __init__(self, folder: pathlib.Path):
+        self.db = folder / "hub.db"
+        Memory.open(self.db, config=LEXICAL).close()
+        self.token = subprocess.run([sys.executable, "-m", "datasette_memory", "create-token", "laptop", "--db", str(self.db)],
+                                    env=ENV, capture_output=True, text=True, check=True).stdout.strip()
+        port = free_port()
+        self.url = f"http://127.0.0.1:{port}"
+        self.process = subprocess.Popen([sys.executable, "-m", "datasette_memory", "serve", "--db", str(self.db), "--port", str(port)],
+                                        env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                fetch(f"{self.url}/-/plugins.json", timeout=2)
+                break
+            except Exception:
+                if time.monotonic() > deadline or self.process.poll() is not None:
+                    raise AssertionError("the hub did not start")
+                time.sleep(0.2)
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(timeout=30)
+
+
+# The state machine: three laptops, one hub, bundles between pairs
+
+NAMES = st.sampled_from(["postgres", "checkout-api", "redis", "café ☕", "a/b"])
+WORDS = st.sampled_from(["uses port 5432", "owned by team x", "deprecated", "naïve ünïcode", "'quoted' \"text\""])
+TYPES = st.sampled_from(["service", "database"])
+PEERS = st.integers(0, 2)
+
+
+class Laptops(RuleBasedStateMachine):
+    def __init__(self):
+        super().__init__()
+        self.folder = pathlib.Path(tempfile.mkdtemp(prefix="sync-"))
+        (self.folder / "hub").mkdir()
+        self.hub = Hub(self.folder / "hub")
+        self.project = "team"
+        self.peers = [open_peer(self.folder / f"peer{i}.db", self.project) for i in range(3)]
+        self.deleted: set[tuple] = set()  # (entity, content or None) deleted and not added again since
+        self.private: list[str] = []
+
+    def remember_added(self, name: str, contents: list[str]) -> None:
+        self.deleted -= {(name, None)} | {(name, content) for content in contents}
+
+    @rule(peer=PEERS, name=NAMES, entity_type=TYPES, contents=st.lists(WORDS, max_size=2, unique=True))
+    def create(self, peer, name, entity_type, contents):
+        created = self.peers[peer].create_entities([{"name": name, "entityType": entity_type, "observations": contents}])
+        if created:
+            self.remember_added(name, contents)
+
+    @rule(peer=PEERS, data=st.data(), content=WORDS)
+    def add(self, peer, data, content):
+        names = [e["name"] for e in self.peers[peer].read_graph()["entities"]]
+        if names:
+            name = data.draw(st.sampled_from(sorted(names)))
+            self.peers[peer].add_observations([{"entityName": name, "contents": [content]}])
+            self.remember_added(name, [content])
+
+    @rule(peer=PEERS, data=st.data())
+    def delete_observation(self, peer, data):
+        entities = [(e["name"], o) for e in self.peers[peer].read_graph()["entities"] for o in e["observations"]]
+        if entities:
+            name, content = data.draw(st.sampled_from(sorted(entities)))
+            self.peers[peer].delete_observations([{"entityName": name, "observations": [content]}])
+            self.deleted.add((name, content))
+
+    @rule(peer=PEERS, name=NAMES)
+    def delete_entity(self, peer, name):
+        if any(e["name"] == name for e in self.peers[peer].read_graph()["entities"]):
+            self.peers[peer].delete_entities([name])
+            self.deleted.add((name, None))
+
+    @rule(peer=PEERS, source=NAMES, to_name=NAMES, kind=st.sampled_from(["uses", "calls"]))
+    def relate(self, peer, source, to_name, kind):
+        self.peers[peer].create_relations([{"from": source, "to": to_name, "relationType": kind}])
+
+    @rule(peer=PEERS, data=st.data())
+    def unrelate(self, peer, data):
+        relations = self.peers[peer].read_graph()["relations"]
+        if relations:
+            self.peers[peer].delete_relations([data.draw(st.sampled_from(relations))])
+
+    @rule(peer=PEERS)
+    def write_privately(self, peer):
+        secret = f"PRIVATE-{len(self.private)}-xq7"
+        Memory(self.peers[peer].conn, project="private-notes", config=LEXICAL).create_entities(
+            [{"name": f"note {secret}", "entityType": "secret", "observations": [secret]}])
+        self.private.append(secret)
+
+    @rule(first=PEERS, second=PEERS)
+    def pass_a_bundle(self, first, second):
+        "One laptop writes a bundle, the other syncs with it and passes it back."
+        path = self.folder / f"bundle-{first}-{second}.bundle"
+        if not path.exists():
+            make_bundle(self.peers[first], path)
+        for peer in (first, second, first):
+            sync_bundle(self.peers[peer], path)
+
+    @rule(peer=PEERS)
+    def sync_with_hub(self, peer):
+        sync_hub(self.peers[peer], self.hub.url, self.hub.token)
+
+    @invariant()
+    def each_file_verifies(self):
+        for memory in self.peers:
+            assert memory.verify_chain().ok
+
+    def teardown(self):
+        try:
+            self.everyone_syncs_then_agrees()
+        finally:
+            for memory in self.peers:
+                memory.close()
+            self.hub.stop()
+            shutil.rmtree(self.folder, ignore_errors=True)
+
+    def everyone_syncs_then_agrees(self):
+        for _ in range(4):  # until a round moves nothing: applying makes local events the others then hold
+            moved = [sync_hub(memory, self.hub.url, self.hub.token) for memory in self.peers]
+            if not any(report.received or report.sent or report.applied for report in moved):
+                break
+        graphs = {graph(memory) for memory in self.peers}
+        assert len(graphs) == 1, graphs
+        assert len({chains(memory) for memory in self.peers}) == 1
+        # a second round changes nothing
+        before = [memory.conn.execute("SELECT count(*) FROM events").fetchone() for memory in self.peers]
+        for peer in range(3):
+            assert sync_hub(self.peers[peer], self.hub.url, self.hub.token).applied == 0
+        assert before == [memory.conn.execute("SELECT count(*) FROM events").fetchone() for memory in self.peers]
+        entities, _ = graphs.pop()
+        held = {(name, None) for name, _, _ in entities} | {(name, o) for name, _, obs in entities for o in obs}
+        assert not (self.deleted & held), f"deleted values came back: {self.deleted & held}"
+        for i, memory in enumerate(self.peers):
+            memory.close()
+            report = verify_file(self.folder / f"peer{i}.db")
+            assert report["ok"], [c for c in report["checks"] if not c["ok"]]
+        self.peers = [Memory.open(self.folder / f"peer{i}.db", project=self.project, config=LEXICAL) for i in range(3)]
+        self.no_private_text_elsewhere()
+
+    def no_private_text_elsewhere(self):
+        "A private project's text is in its own laptop's file and nowhere else: other laptops, bundles, the hub."
+        for secret in self.private:
+            word = secret.encode()
+            holders = {path.name.partition(".")[0] for path in self.folder.rglob("*") if path.is_file() and word in path.read_bytes()}
+            assert len(holders) == 1 and holders.pop().startswith("peer"), (secret, holders)
+
+
+def test_three_laptops_converge_through_bundles_and_a_hub():
+    run = settings(max_examples=int(os.environ.get("SYNC_EXAMPLES", "12")), stateful_step_count=25, deadline=None,
+                   suppress_health_check=list(HealthCheck))(Laptops)
+    run.TestCase().runTest()
