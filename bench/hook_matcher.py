@@ -1,6 +1,6 @@
 """How many hook processes the Claude Code plugin's PostToolUse matcher saves, and what each one costs.
 
-    python bench/hook_matcher.py [--runs 12]
+    python bench/hook_matcher.py [--runs 12] [--uvx PATH [--uvx-from SPEC]]
 
 Counts tool calls by name, with and without the matcher in claude-plugin/hooks/hooks.json,
 over two transcripts:
@@ -13,7 +13,10 @@ over two transcripts:
 
 Then times real ``datasette-memory hook tool`` processes on a memory file, a Read
 payload (what the matcher now skips) and a Bash one (what it keeps) taking turns,
-beside a bare ``python -c pass``, so saved calls become seconds. Prints the load average.
+beside a bare ``python -c pass``, so saved calls become seconds; with ``--uvx``, also
+the hook as ``uvx --from SPEC datasette-memory hook tool`` runs it, and with
+``--offline`` (warm: its environment built once first; SPEC is this checkout unless
+given, a built wheel stands for a release). Prints the load average.
 """
 
 import argparse
@@ -77,16 +80,21 @@ def timed(command: list[str], data: bytes) -> float:
     return (time.perf_counter() - start) * 1000
 
 
-def hook_costs(runs: int) -> dict[str, float]:
+def hook_costs(runs: int, uvx: str | None, uvx_from: str) -> dict[str, float]:
     "Median milliseconds of a hook process for Read and for Bash, and of a bare interpreter, taking turns."
     with tempfile.TemporaryDirectory() as folder:
         here = pathlib.Path(folder)
-        hook = [str(EXECUTABLE), "hook", "tool", "--db", str(here / "memory.db"), "--project", "bench"]
-        timed(hook, payload("Bash", here))  # creates and migrates the file
-        times: dict[str, list[float]] = {"hook tool (Read)": [], "hook tool (Bash)": [], "python -c pass": []}
+        arguments = ["hook", "tool", "--db", str(here / "memory.db"), "--project", "bench"]
+        commands = {"hook tool (Read)": [str(EXECUTABLE), *arguments], "hook tool (Bash)": [str(EXECUTABLE), *arguments]}
+        if uvx:
+            commands["uvx ... hook tool (Read)"] = [uvx, "--from", uvx_from, "datasette-memory", *arguments]
+            commands["uvx --offline ... (Read)"] = [uvx, "--offline", "--from", uvx_from, "datasette-memory", *arguments]
+        for command in commands.values():
+            timed(command, payload("Bash", here))  # creates and migrates the file; builds uvx's environment
+        times: dict[str, list[float]] = {name: [] for name in [*commands, "python -c pass"]}
         for _ in range(runs):
-            times["hook tool (Read)"].append(timed(hook, payload("Read", here)))
-            times["hook tool (Bash)"].append(timed(hook, payload("Bash", here)))
+            for name, command in commands.items():
+                times[name].append(timed(command, payload("Bash" if "Bash" in name else "Read", here)))
             times["python -c pass"].append(timed([sys.executable, "-c", "pass"], b""))
     return {name: statistics.median(found) for name, found in times.items()}
 
@@ -94,7 +102,10 @@ def hook_costs(runs: int) -> dict[str, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=12, help="hook processes timed per kind")
-    runs = parser.parse_args().runs
+    parser.add_argument("--uvx", help="also time the hook run by this uvx executable")
+    parser.add_argument("--uvx-from", default=str(ROOT), help="what uvx installs: this checkout, or a wheel")
+    options = parser.parse_args()
+    runs = options.runs
     names = matcher("PostToolUse")
     assert names == matcher("PostToolUseFailure")
     print(f"load average before: {os.getloadavg()[0]:.2f}")
@@ -109,13 +120,13 @@ def main() -> None:
     print("\nby tool (published, then session):")
     for label, calls, _ in rows:
         print("  " + ", ".join(f"{tool} {n:,}" for tool, n in sorted(calls.items(), key=lambda item: -item[1])))
-    costs = hook_costs(runs)
+    costs = hook_costs(runs, options.uvx, options.uvx_from)
     print(f"\nmedian of {runs} processes each, taking turns:")
     for name, ms in costs.items():
-        print(f"  {name:<18}{ms:8.1f} ms")
-    per_call = costs["hook tool (Read)"]
-    for label, saved in saved_per_session.items():
-        print(f"{label}: {saved:.1f} hook processes saved per session, {saved * per_call / 1000:.1f} s of process time")
+        print(f"  {name:<26}{ms:8.1f} ms")
+    for form in [name for name in costs if "(Read)" in name]:
+        for label, saved in saved_per_session.items():
+            print(f"{form}, {label}: {saved:.1f} hook processes saved per session, {saved * costs[form] / 1000:.1f} s of process time")
     print(f"load average after: {os.getloadavg()[0]:.2f}")
 
 
