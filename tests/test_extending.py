@@ -345,9 +345,9 @@ def hashing_model(acme):
 
 def test_a_plugins_model_replaces_the_default(hashing_model):
     model = embedding.chosen_model()
-    assert isinstance(model, hashing_model) and model.model_id == "acme/hashing-384"
+    assert isinstance(model, hashing_model) and model.model_id == "acme/hashing-64"
     [vector] = embedding.embed(["card tokens"])
-    assert vector == hashing_model().embed(["card tokens"])[0] and len(vector) == 4 * 384
+    assert vector == hashing_model().embed(["card tokens"])[0] and len(vector) == 4 * 64
 
 
 def test_a_vector_of_one_model_never_passes_for_anothers(acme):
@@ -361,3 +361,36 @@ def test_a_vector_of_one_model_never_passes_for_anothers(acme):
     finally:
         manager.unregister(name="acme-embeddings")
     assert by_plugin != by_default and text.digest == by_default
+
+
+def test_the_semantic_arm_embeds_with_a_plugins_model(hashing_model, db_path, semantic):
+    "With the extra: the side file is made for the plugin's dimensions, and every vector comes from its model."
+    from datasette_memory.vectors import nearest
+    from datasette_memory.vectors.side_file import side_file
+
+    memory = Memory.open(db_path, project="p", actor="agent")
+    memory.create_entities([{"name": "card-vault", "entityType": "service", "observations": ["stores card tokens"]},
+                            {"name": "payouts", "entityType": "service", "observations": ["pays shops weekly"]}])
+    assert memory.wait_for_semantic_index(timeout=120)
+    with side_file(memory.conn) as side:
+        digests = dict(side.execute("SELECT name, digest FROM entity_digests").fetchall())
+        [(schema,)] = side.execute("SELECT sql FROM sqlite_master WHERE name = 'entity_vectors'").fetchall()
+    assert "FLOAT[64]" in schema
+    expected = EntityText(0, "p", "card-vault", "card-vault (service): stores card tokens").digest
+    assert digests["card-vault"] == expected
+    found = nearest.similar(memory.conn, "p", "card-vault (service): stores card tokens")
+    card_vault = memory.conn.execute("SELECT id FROM entities WHERE name = 'card-vault'").fetchone()[0]
+    assert found is not None and found.ranked[0][0] == card_vault and found.ranked[0][1] > 0.999
+    memory.close()
+
+
+def test_every_hook_is_documented_with_the_example_that_uses_it():
+    from datasette_memory.core import hookspecs
+
+    names = [name for name, value in vars(hookspecs).items() if getattr(value, "datasette_memory_spec", None) is not None]
+    assert sorted(names) == ["embedding_model", "memory_event", "register_agent_clients", "register_secret_patterns"]
+    docs = (pathlib.Path(__file__).parent.parent / "docs" / "extending.md").read_text()
+    example = (EXAMPLE / "datasette_memory_acme.py").read_text()
+    for name in names:
+        assert f"## `{name}(" in docs, name
+        assert f"def {name}(" in example, name

@@ -10,7 +10,7 @@ from typing import Any
 
 from ..core.database import write_transaction
 from . import loads_extensions
-from .embedding import DIMENSIONS
+from .embedding import chosen_model
 
 SIDE_FILE_SUFFIX = ".vectors"
 BUSY_TIMEOUT_MS = 30_000
@@ -19,7 +19,7 @@ OPEN_SIDE_FILES = 8  # side files a process keeps open, least recently used clos
 side_lock = threading.RLock()  # held while a side file connection is in use
 side_files: collections.OrderedDict[pathlib.Path, Any] = collections.OrderedDict()
 
-SIDE_FILE_SCHEMA = f"""
+SIDE_FILE_SCHEMA = """
 CREATE TABLE IF NOT EXISTS entity_digests (
     entity_id INTEGER PRIMARY KEY,
     project TEXT NOT NULL,
@@ -30,7 +30,7 @@ CREATE TABLE IF NOT EXISTS entity_digests (
 CREATE VIRTUAL TABLE IF NOT EXISTS entity_vectors USING vec0(
     entity_id INTEGER PRIMARY KEY,
     project TEXT PARTITION KEY,
-    embedding FLOAT[{DIMENSIONS}] distance_metric=cosine
+    embedding FLOAT[{dimensions}] distance_metric=cosine
 );
 -- how far through the memory file's ledger the vectors are: every event up to this id is embedded
 CREATE TABLE IF NOT EXISTS index_progress (
@@ -103,7 +103,8 @@ def open_side_file(path: pathlib.Path) -> Any:
     conn.execute("PRAGMA journal_mode = WAL")
     conn.execute("PRAGMA synchronous = NORMAL")  # derived data: a lost last commit is re-embedded
     conn.execute("PRAGMA secure_delete = ON")  # a forgotten vector's bytes are overwritten
-    getattr(conn, "executescript", conn.execute)(SIDE_FILE_SCHEMA)  # apsw's execute runs every statement
+    schema = SIDE_FILE_SCHEMA.format(dimensions=int(chosen_model().dimensions))  # the embedding_model hook's model
+    getattr(conn, "executescript", conn.execute)(schema)  # apsw's execute runs every statement
     return conn
 
 

@@ -58,8 +58,8 @@ def memory_event(event):
 class HashingModel:
     "A stand-in embedding model: a vector from a text's sha256, so tests need no model download."
 
-    model_id = "acme/hashing-384"
-    dimensions = 384
+    model_id = "acme/hashing-64"
+    dimensions = 64
 
     def embed(self, texts):
         import struct
