@@ -5,13 +5,14 @@ which hands a line it cannot read to the session as an exception, and the sessio
 answers nothing: a client that sent a non-JSON line, a batch, a lone surrogate or
 deep nesting waited for ever. It also read invalid UTF-8 as U+FFFD, and held a
 line of any length in memory. Here one thread reads stdin's bytes a line at a
-time, never more than the cap on one request (:class:`LineReader`); each line is
-checked by :mod:`.wire`; a malformed one is answered here with its JSON-RPC error,
-and a good one goes to the server's session. Replies and errors are written
-whole, one at a time (:class:`FrameWriter`), so frames never interleave: a
-short reply from the event loop itself (a thread's round trip cost more than
-the write), a long one from a thread; a graph result is written from its rendered pieces into its reply's line
-(:mod:`.splicing`), never copied whole.
+time, never more than the cap on one request (:class:`LineReader`), and hands
+each message to the event loop (:class:`MessageFeed`); each line is checked by
+:mod:`.wire`; a malformed one is answered here with its JSON-RPC error, and a
+good one goes to the server's session. Replies and errors are written whole,
+one at a time (:class:`FrameWriter`), so frames never interleave: a short reply
+from the event loop itself (a thread's round trip costs more than the write), a
+long one from a thread; a graph result is written from its rendered pieces into
+its reply's line (:mod:`.splicing`), never copied whole.
 
 As upstream does, while serving fd 0 reads the null device and fd 1 writes to
 stderr, so a stray print or a child process cannot read from or write to the
@@ -25,13 +26,14 @@ answer. This module imports the framework (and :mod:`.wire`, which needs it)
 only when it serves.
 """
 
+import asyncio
 import contextlib
 import fcntl
 import json
 import os
 import sys
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, Any
 
@@ -125,6 +127,55 @@ class FrameWriter:
         finally:
             self.lock.release()
         return True
+
+
+@dataclass(frozen=True)
+class ReadFailed:
+    """The wire could not be read: the error, for the event loop to raise."""
+
+    error: BaseException
+
+
+class MessageFeed:
+    """
+    Messages read by a thread of its own and handed to the running event loop
+    as they come: one wake-up of the loop per message, where asking a worker
+    thread for each line cost two, and the thread pool's bookkeeping. The
+    thread reads at most ``ahead`` messages before the loop has taken them, so
+    a client that sends faster than the server takes its messages is held
+    back by the pipe, and a message held here is never more than a few.
+
+    :param read: the next message, a :class:`~.wire.WireError`, or None at the end of the wire
+    :param ahead: how many messages may wait for the loop
+    """
+
+    def __init__(self, read: Callable[[], Any], ahead: int = 2):
+        self.loop = asyncio.get_running_loop()
+        self.waiting: asyncio.Queue[Any] = asyncio.Queue()
+        self.room = threading.Semaphore(ahead)
+        threading.Thread(target=self.run, args=(read,), name="datasette-memory wire reader", daemon=True).start()
+
+    def run(self, read: Callable[[], Any]) -> None:
+        while True:
+            self.room.acquire()
+            try:
+                message = read()
+            except BaseException as e:  # raised where the loop takes it, as a worker thread's would be
+                message = ReadFailed(e)
+            try:
+                self.loop.call_soon_threadsafe(self.waiting.put_nowait, message)
+            except RuntimeError:
+                return  # the loop has closed: serving is over
+            if message is None or isinstance(message, ReadFailed):
+                return
+
+    async def next(self) -> Any:
+        "The next message, a :class:`~.wire.WireError`, or None at the end of the wire."
+        message = await self.waiting.get()
+        self.room.release()
+        if isinstance(message, ReadFailed):
+            raise message.error
+        return message
 
 
 def next_message(reader: LineReader) -> Any:
@@ -281,7 +332,7 @@ async def serve_lines(server: Any, reader: LineReader, writer: FrameWriter, firs
     splicing = SPLICES.set(splices)  # the session's tasks inherit it: graph results are spliced into their replies here
     to_session, session_reads = create_context_streams[SessionMessage | Exception](0)
     session_writes, from_session = create_context_streams[SessionMessage](0)
-    reading, writing = anyio.CapacityLimiter(1), anyio.CapacityLimiter(1)
+    writing = anyio.CapacityLimiter(1)
 
     unread = first  # the first line, until it is taken
 
@@ -293,9 +344,10 @@ async def serve_lines(server: Any, reader: LineReader, writer: FrameWriter, firs
         return message_in(line, reader.max_bytes)
 
     async def read_lines() -> None:
+        feed = MessageFeed(read_message)
         async with to_session:
             while True:
-                message = await anyio.to_thread.run_sync(read_message, limiter=reading, abandon_on_cancel=True)
+                message = await feed.next()
                 if message is None:
                     break
                 if isinstance(message, WireError):
