@@ -15,6 +15,7 @@ from ..core.errors import InvalidInput, NotFound
 from ..core.ledger import Caller, append_event
 from ..core.validation import check_list, check_name, check_object, check_text
 from . import facts
+from .foreign_reviews import foreign_rejection
 from .statements import MAX_OBJECT_BYTES, describe
 
 CLAIM_COLUMNS = (
@@ -106,9 +107,10 @@ def latest_review(conn: sqlite3.Connection, claim_id: int, act: str) -> dict[str
 
 
 def refuse_if_rejected(conn: sqlite3.Connection, project: str, statement: dict[str, Any]) -> None:
-    "Raise :class:`ClaimRejected` if a person rejected this value in ``project``."
+    "Raise :class:`ClaimRejected` if a person rejected this value in ``project``, here or on a machine it syncs with."
     claim = find_claim(conn, project, statement, "rejected")
     if claim is None:
+        refuse_if_rejected_elsewhere(conn, project, statement)
         return
     review = latest_review(conn, claim["id"], "reject") or dict.fromkeys(("reviewed_at", "reviewer", "rationale"))
     rejection = {"claim_id": claim["id"], "rejected_at": review["reviewed_at"],
@@ -117,6 +119,20 @@ def refuse_if_rejected(conn: sqlite3.Connection, project: str, statement: dict[s
         f"claim refused: a person rejected this value before (claim {claim['id']}: {describe(claim)}), "
         f"on {rejection['rejected_at']} by {rejection['rejected_by']!r}, because: {rejection['rationale']!r}. "
         f"Only a person can reopen claim {claim['id']}; do not propose it again",
+        rejection,
+    )
+
+
+def refuse_if_rejected_elsewhere(conn: sqlite3.Connection, project: str, statement: dict[str, Any]) -> None:
+    "Raise :class:`ClaimRejected` if a person on another machine rejected this value (sync brought the rejection)."
+    found = foreign_rejection(conn, project, statement)
+    if found is None:
+        return
+    rejection = {key: found[key] for key in ("machine", "claim_id", "rejected_at", "rejected_by", "rationale")}
+    raise ClaimRejected(
+        f"claim refused: a person on machine {found['machine']} rejected this value (their claim {found['claim_id']}: "
+        f"{describe(found['claim'])}), on {found['rejected_at']} by {found['rejected_by']!r}, because: {found['rationale']!r}. "
+        "Only a person there can reopen it; do not propose it again",
         rejection,
     )
 

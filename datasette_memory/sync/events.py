@@ -22,8 +22,12 @@ from ..core.ledger import HASHED_FIELDS, event_problem
 from ..core.log_heads import GENESIS_HASH, file_machine
 from ..history.replay import GRAPH_KINDS
 
-# The kinds whose events sync and are applied by replay on every peer
-SYNCED_KINDS = frozenset(GRAPH_KINDS)
+# The kinds whose events sync: the graph's, applied by replay on every peer, and a claim's proposal
+# and the reviews that reject or reopen it, so a rejection blocks the value on every peer (approval,
+# a person's act where it was made, does not travel)
+GRAPH_SYNCED = frozenset(GRAPH_KINDS)
+CLAIM_SYNCED = frozenset({"propose_claim", "reject_claim", "reopen_claim"})
+SYNCED_KINDS = GRAPH_SYNCED | CLAIM_SYNCED
 WIRE_FIELDS = HASHED_FIELDS + ("old", "new", "hash")
 OPAQUE_FIELDS = ("machine", "clock", "prev_hash", "hash")
 HASH_PATTERN = re.compile(r"^[0-9a-f]{64}$")
@@ -37,8 +41,9 @@ class SyncRefused(MemoryStoreError):
     """A peer sent what cannot be taken (a fork, a broken chain, a malformed event); nothing was changed."""
 
 
-def synced_kinds_sql() -> str:
-    return ", ".join(f"'{kind}'" for kind in sorted(SYNCED_KINDS))
+def graph_kinds_sql() -> str:
+    "The graph's synced kinds, as an SQL list."
+    return ", ".join(f"'{kind}'" for kind in sorted(GRAPH_SYNCED))
 
 
 def holdings(conn: sqlite3.Connection) -> dict[str, dict[str, Any]]:

@@ -26,7 +26,7 @@ from ..core.ledger import EVENT_COLUMNS
 from ..core.log_heads import file_machine
 from ..history import replay as replay_module
 from ..history.replay import Observation, Project, Replay
-from .events import synced_kinds_sql
+from .events import graph_kinds_sql
 
 
 def order_key(events: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -49,12 +49,12 @@ def origin_events(conn: sqlite3.Connection, project: str) -> list[dict[str, Any]
     "Every event of ``project`` that shapes its synced memory: this machine's own (not its echoes) and the foreign ones held."
     columns = [c for c in EVENT_COLUMNS if c != "id"]
     own = conn.execute(
-        f"SELECT {', '.join(columns)} FROM events WHERE machine = ? AND project = ? AND kind IN ({synced_kinds_sql()}) "
+        f"SELECT {', '.join(columns)} FROM events WHERE machine = ? AND project = ? AND kind IN ({graph_kinds_sql()}) "
         "AND id NOT IN (SELECT event_id FROM memory_sync_derived) ORDER BY id",
         [file_machine(conn), project],
     ).fetchall()
     foreign = conn.execute(
-        f"SELECT {', '.join(columns)} FROM memory_sync_events WHERE project = ? AND kind IN ({synced_kinds_sql()}) AND opaque = 0",
+        f"SELECT {', '.join(columns)} FROM memory_sync_events WHERE project = ? AND kind IN ({graph_kinds_sql()}) AND opaque = 0",
         [project],
     ).fetchall()
     return [dict(zip(columns, row)) for row in [*own, *foreign]]
