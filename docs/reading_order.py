@@ -2,7 +2,8 @@
 
 ORDER = [
     "index.md", "agents.md", "hooks.md", "tools.md", "datasette.md", "search.md", "semantic-search.md",
-    "file.md", "ledger.md", "replication.md", "security.md", "cli.md", "python-api.md", "extending.md", "benchmarks.md",
+    "file.md", "ledger.md", "replication.md", "security.md", "cli.md", "python-api.md", "extending.md", "ecosystem.md",
+    "benchmarks.md",
 ]
 
 
