@@ -37,7 +37,7 @@ class SqlTools:
     :param session: the caller's session id, recorded in the audit log
     :param limits: the caps; the defaults of :class:`~.limits.Limits` if not given
     :param snapshot_dir: where snapshots go; by default ``<file stem>-snapshots`` next to the file
-    :param search_engine: ``auto`` (ripgrep when installed), ``ripgrep`` or ``python``
+    :param search_engine: ``auto`` or ``python`` (google-re2 in this process), or ``ripgrep``
     :param allow_secrets: run calls whose text looks like a credential, and keep it unmasked in the audit log
     """
 
