@@ -12,9 +12,10 @@ Where things live (each package says more in its own docstring):
 - :mod:`.plugin` and :mod:`.cli`: the Datasette plugin and the command line (with :mod:`mcp_bridge`, the doors)
 """
 
+from typing import Any
+
 from .config import Config
 from .core.errors import InvalidInput, MemoryStoreError, NotFound, SchemaTooNewError
-from .core.hookspecs import hookimpl
 from .core.validation import DEFAULT_PROJECT
 from .memory import Memory
 from .search.settings import SearchSettings
@@ -32,3 +33,12 @@ __all__ = [
     "SearchSettings",
     "hookimpl",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    "``hookimpl``, the marker plugins implement hooks with, imported when first asked for (pluggy is not needed before)."
+    if name == "hookimpl":
+        from .core.hookspecs import hookimpl
+
+        return hookimpl
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

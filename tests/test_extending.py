@@ -68,11 +68,12 @@ def test_the_example_is_loaded_from_a_real_entry_point(acme):
 
 
 def test_the_built_in_behaviour_is_the_default_implementation_of_each_hook():
-    manager = plugins.plugin_manager()
-    for name in plugins.DEFAULT_PLUGINS:
-        assert manager.has_plugin(name), name
     assert {"claude-code", "codex"} <= set(agent_clients())
     assert isinstance(embedding.chosen_model(), embedding.SentenceTransformersModel)
+    manager = plugins.plugin_manager()
+    for hook, names in plugins.DEFAULT_PLUGINS.items():
+        for name in names:
+            assert {caller.name for caller in manager.get_hookcallers(manager.get_plugin(name))} == {hook}, name
 
 
 # ---------------------------------------------------------------- register_secret_patterns

@@ -8,8 +8,9 @@ the dry run, the backups and the undo for nothing.
 
 import dataclasses
 from collections.abc import Callable
+from typing import Any
 
-from ..core.plugins import MemoryPluginManager, built_from_hooks
+from ..core.plugins import built_from_hooks
 from .places import Places
 from .registration import Registration
 from .setting_files import FileChange
@@ -40,10 +41,10 @@ class AgentClient:
 
 def agent_clients() -> dict[str, AgentClient]:
     "Every client, by its name on the command line: the built-in ones, then those plugins registered."
-    return built_from_hooks("agent_clients", collect_agent_clients)
+    return built_from_hooks("register_agent_clients", collect_agent_clients)
 
 
-def collect_agent_clients(manager: MemoryPluginManager) -> dict[str, AgentClient]:
+def collect_agent_clients(manager: Any) -> dict[str, AgentClient]:
     found: dict[str, AgentClient] = {}
 
     def register(client: AgentClient) -> None:

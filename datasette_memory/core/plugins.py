@@ -1,11 +1,10 @@
 """The plugin manager: the built-in behaviour and every installed ``datasette_memory`` entry point, behind :mod:`.hookspecs`.
 
 As Datasette's ``plugins.py`` does, the defaults are modules named in
-:data:`DEFAULT_PLUGINS` and imported by name when the manager is first used,
-so the core does not import the clients or the model at import time; other
-packages come in through the ``datasette_memory`` entry-point group. Loading
-waits for the first hook call, so a process that never scans text or
-installs a client never reads the entry points.
+:data:`DEFAULT_PLUGINS` and imported by name, here when their hook is first
+used, so the core never imports the clients or the model's code itself; other
+packages come in through the ``datasette_memory`` entry-point group, read at
+the first hook call (``bench/plugin_hooks.py`` times it).
 
 A ``memory_event`` implementation runs after the commit, in the process that
 committed: one that raises is logged on the ``datasette_memory.plugins``
@@ -23,55 +22,68 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-import pluggy
-
-from . import hookspecs
-
 ENTRY_POINT_GROUP = "datasette_memory"
-# the built-in behaviour, as default implementations
-DEFAULT_PLUGINS = (
-    "datasette_memory.vectors.embedding",
-    "datasette_memory.clients.claude_code",
-    "datasette_memory.clients.codex",
-)
+# the built-in behaviour, as default implementations, by the hook they implement: each is
+# imported and registered when its hook is first used, so a process that only writes never
+# imports the install clients or the embedding code
+DEFAULT_PLUGINS = {
+    "embedding_model": ("datasette_memory.vectors.embedding",),
+    "register_agent_clients": ("datasette_memory.clients.claude_code", "datasette_memory.clients.codex"),
+}
 logger = logging.getLogger("datasette_memory.plugins")
-
-
-class MemoryPluginManager(pluggy.PluginManager):
-    "A pluggy manager that counts its changes, so what was built from its hooks is rebuilt after one."
-
-    version = 0
-
-    def register(self, plugin: Any, name: str | None = None) -> str | None:
-        registered = super().register(plugin, name)
-        self.version += 1
-        return registered
-
-    def unregister(self, plugin: Any = None, name: str | None = None) -> Any:
-        unregistered = super().unregister(plugin, name)
-        self.version += 1
-        return unregistered
-
-
-pm = MemoryPluginManager(ENTRY_POINT_GROUP)
-pm.add_hookspecs(hookspecs)
 _loading = threading.Lock()
-_loaded = False
+_manager: Any = None
 
 
-def plugin_manager() -> MemoryPluginManager:
-    "The manager, with the defaults and the installed entry points registered (the first call loads them)."
-    global _loaded
-    if not _loaded:
+def plugin_manager() -> Any:
+    """
+    The pluggy manager, with the defaults and the installed entry points
+    registered. The first call builds it (pluggy itself is imported then, so a
+    process that never needs a hook does not pay for it); it counts each
+    register and unregister in ``version``, so what was built from its hooks
+    is built again after one.
+    """
+    global _manager
+    if _manager is None:
         with _loading:
-            if not _loaded:
-                for name in DEFAULT_PLUGINS:
-                    module = importlib.import_module(name)
-                    if not pm.is_registered(module):
-                        pm.register(module, name)
-                pm.load_setuptools_entrypoints(ENTRY_POINT_GROUP)
-                _loaded = True
-    return pm
+            if _manager is None:
+                _manager = loaded_manager()
+    return _manager
+
+
+def loaded_manager() -> Any:
+    import pluggy
+
+    from . import hookspecs
+
+    class MemoryPluginManager(pluggy.PluginManager):
+        version = 0
+
+        def register(self, plugin: Any, name: str | None = None) -> str | None:
+            registered = super().register(plugin, name)
+            self.version += 1
+            return registered
+
+        def unregister(self, plugin: Any = None, name: str | None = None) -> Any:
+            unregistered = super().unregister(plugin, name)
+            self.version += 1
+            return unregistered
+
+    manager = MemoryPluginManager(ENTRY_POINT_GROUP)
+    manager.add_hookspecs(hookspecs)
+    manager.load_setuptools_entrypoints(ENTRY_POINT_GROUP)
+    return manager
+
+
+def with_defaults(hook: str) -> Any:
+    "The manager, with the default implementations of ``hook`` registered (:data:`DEFAULT_PLUGINS`)."
+    manager = plugin_manager()
+    for name in DEFAULT_PLUGINS.get(hook, ()):
+        if not manager.has_plugin(name):
+            with _loading:
+                if not manager.has_plugin(name):
+                    manager.register(importlib.import_module(name), name)
+    return manager
 
 
 @dataclass(frozen=True)
@@ -92,9 +104,9 @@ class SecretPattern:
 _built: dict[str, tuple[int, Any]] = {}
 
 
-def built_from_hooks(name: str, build: Callable[[MemoryPluginManager], Any]) -> Any:
-    "``build(manager)``, made again only after a plugin is registered or unregistered."
-    manager = plugin_manager()
+def built_from_hooks(name: str, build: Callable[[Any], Any]) -> Any:
+    "``build(manager)`` from hook ``name``, made again only after a plugin is registered or unregistered."
+    manager = with_defaults(name)
     version, value = _built.get(name, (-1, None))
     if version != manager.version:
         value = build(manager)
@@ -104,10 +116,10 @@ def built_from_hooks(name: str, build: Callable[[MemoryPluginManager], Any]) -> 
 
 def secret_patterns() -> tuple[SecretPattern, ...]:
     "Every detector plugins registered through ``register_secret_patterns``."
-    return built_from_hooks("secret_patterns", collect_secret_patterns)
+    return built_from_hooks("register_secret_patterns", collect_secret_patterns)
 
 
-def collect_secret_patterns(manager: MemoryPluginManager) -> tuple[SecretPattern, ...]:
+def collect_secret_patterns(manager: Any) -> tuple[SecretPattern, ...]:
     found: list[SecretPattern] = []
 
     def register(kind: str, pattern: str | re.Pattern[str], check: Callable[[str], bool] | None = None) -> None:
