@@ -115,6 +115,17 @@ async def test_several_memory_files_are_refused_until_the_configuration_picks_on
     assert (await datasette.client.get("/team/pending_claims.json")).status_code == 404
 
 
+async def test_an_immutable_memory_file_is_known_too(team):
+    "datasette -i team.db, as a restored copy is browsed: the pages and queries, and no migration or write."
+    before = team.read_bytes()
+    datasette = Datasette(immutables=[str(team)])
+    await datasette.invoke_startup()
+    assert (await datasette.client.get("/-/memory.json")).json()["database"] == "team"
+    rows = (await datasette.client.get("/team/pending_claims.json?project=p&_shape=objects")).json()["rows"]
+    assert [row["object"] for row in rows] == ["8443"]
+    assert team.read_bytes() == before
+
+
 async def test_a_template_in_template_dir_wins_over_the_plugins(team, tmp_path):
     templates = tmp_path / "templates"
     templates.mkdir()
