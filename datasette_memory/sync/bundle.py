@@ -7,12 +7,13 @@ one transaction (the file is whole before and after). It holds what the
 machines that wrote it share, and opaque links of the rest of their chains.
 """
 
+import json
 import pathlib
 import sqlite3
 from typing import Any
 
 from ..memory import Memory
-from .events import WIRE_FIELDS, SyncRefused, opaque
+from .events import WIRE_FIELDS, SyncRefused, holdings, opaque
 from .exchange import SyncReport, apply_pending, record_peer, take, to_send
 
 FORMAT = "datasette-memory sync bundle 1"
@@ -56,12 +57,29 @@ def open_bundle(path: pathlib.Path, creating: bool) -> sqlite3.Connection:
     return conn
 
 
-def bundle_events(bundle: sqlite3.Connection) -> list[dict[str, Any]]:
-    "Every event the bundle holds, as it travels."
+def bundle_events(bundle: sqlite3.Connection, held: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """
+    The events of the bundle a file holding ``held`` lacks (or holds only opaque where the bundle holds them
+    whole), and of each origin the one at the newest clock both hold: a chain whose newest common event
+    agrees agrees all the way back, so comparing it finds a fork without reading the rest.
+
+    :param held: the file's :func:`~.events.holdings`
+    """
     events = []
-    for *values, is_opaque in bundle.execute(f"SELECT {', '.join(WIRE_FIELDS)}, opaque FROM bundle_events ORDER BY machine, clock"):
-        event = dict(zip(WIRE_FIELDS, values))
-        events.append(opaque(event) if is_opaque else event)
+    for (machine,) in bundle.execute("SELECT DISTINCT machine FROM bundle_events").fetchall():
+        mine = held.get(machine, {"clock": 0, "opaque": []})
+        ranges = [[mine["clock"] + 1, None, 0], *([first, last, 1] for first, last in mine["opaque"])]
+        rows = bundle.execute(
+            f"SELECT {', '.join(WIRE_FIELDS)}, opaque FROM bundle_events WHERE machine = :machine AND ("
+            "clock = (SELECT max(clock) FROM bundle_events WHERE machine = :machine AND clock <= :clock) OR EXISTS ("
+            "SELECT 1 FROM json_each(:ranges) r WHERE clock >= json_extract(r.value, '$[0]') "
+            "AND clock <= coalesce(json_extract(r.value, '$[1]'), clock) AND (json_extract(r.value, '$[2]') = 0 OR opaque = 0))"
+            ") ORDER BY clock",
+            {"machine": machine, "clock": mine["clock"], "ranges": json.dumps(ranges)},
+        )
+        for *values, is_opaque in rows:
+            event = dict(zip(WIRE_FIELDS, values))
+            events.append(opaque(event) if is_opaque else event)
     return events
 
 
@@ -119,7 +137,7 @@ def sync_bundle(memory: Memory, path: pathlib.Path, only: str | None = None) -> 
     bundle = open_bundle(path, creating=False)
     peer = f"bundle {path.name}"
     try:
-        received = take(memory, bundle_events(bundle), peer)
+        received = take(memory, bundle_events(bundle, holdings(memory.conn)), peer)
         report = apply_pending(memory, peer, only)
         report.received = received
         sending = to_send(memory.conn, bundle_holdings(bundle), only)

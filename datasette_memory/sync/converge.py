@@ -6,19 +6,34 @@ it added, an entity whose type the order settled otherwise made anew), so every
 change is a local ledger event like any other and ``verify`` replays the file as
 before. Those events are echoes of foreign ones: they are listed in
 ``memory_sync_derived`` and leave the machine opaque, never as this machine's own.
+
+Most syncs bring events newer than everything applied before. Then the tables
+already hold the converged state of what came before, and only the names the new
+events touch are read, the new events applied to them in order, and the
+difference written: an incremental sync costs what it brings, not the project's
+size. Each converge records what it covered (``memory_meta``,
+``sync_converged:PROJECT``: the newest time among the events applied, the newest
+own event and the newest arrival); new events older than that newest time, a
+rename or merge among them, or a name that is an alias, and the whole project is
+replayed instead.
 """
 
+import copy
+import json
 import sqlite3
 from collections.abc import Iterator
 from typing import Any
 
-from ..core.ledger import Caller
+from ..core.ledger import EVENT_COLUMNS, Caller
+from ..core.log_heads import file_machine
 from ..graph import mutations
 from ..history.compare import live
 from ..history.replay import Project
-from .order import converged_state
+from .events import graph_kinds_sql
+from .order import TolerantReplay, converged_state, order_key
 
 CHUNK = 500  # items per call of a graph operation (under its cap of 1,000)
+COLUMNS = [c for c in EVENT_COLUMNS if c != "id"]
 
 
 def chunks(items: list[Any]) -> Iterator[list[Any]]:
@@ -34,13 +49,92 @@ def converge(conn: sqlite3.Connection, caller: Caller, project: str) -> int:
     :return: how many local events that took
     """
     before = conn.execute("SELECT coalesce(max(id), 0) FROM events").fetchone()[0]
-    target = converged_state(conn, project)
-    current = live(conn, [project], governed=False)[0].project(project)
+    covered = coverage(conn, project)
+    fresh = new_events(conn, project, covered)
+    names = touched(fresh) if covered is not None else None
+    if covered is not None and names is not None and names_are_plain(conn, project, names) \
+            and all(e["ts"] > covered["ts"] for e in fresh):
+        current = live(conn, [project], names=names, governed=False)[0].project(project)
+        target = advanced(current, fresh, project)
+    else:
+        names = None
+        current = live(conn, [project], governed=False)[0].project(project)
+        target = converged_state(conn, project)
     write_entities(conn, caller, project, current, target)
-    write_relations(conn, caller, project, target)
+    write_relations(conn, caller, project, target, names)
     cursor = conn.execute("INSERT INTO memory_sync_derived (event_id) SELECT id FROM events WHERE id > ?", [before])
     conn.execute("DELETE FROM memory_sync_pending WHERE project = ?", [project])
+    record_coverage(conn, project, before, fresh, covered)
     return cursor.rowcount
+
+
+def coverage(conn: sqlite3.Connection, project: str) -> dict[str, Any] | None:
+    "What the last converge of ``project`` covered: ``{ts, own, received}``, or None."
+    row = conn.execute("SELECT value FROM memory_meta WHERE key = ?", [f"sync_converged:{project}"]).fetchone()
+    return json.loads(row[0]) if row else None
+
+
+def new_events(conn: sqlite3.Connection, project: str, covered: dict[str, Any] | None) -> list[dict[str, Any]]:
+    "The graph events of ``project`` since the last converge: own ones (not echoes) and foreign ones that arrived since."
+    if covered is None:
+        return []
+    own = conn.execute(
+        f"SELECT {', '.join(COLUMNS)} FROM events WHERE machine = ? AND project = ? AND id > ? AND kind IN ({graph_kinds_sql()}) "
+        "AND id NOT IN (SELECT event_id FROM memory_sync_derived)",
+        [file_machine(conn), project, covered["own"]],
+    ).fetchall()
+    foreign = conn.execute(
+        f"SELECT {', '.join(COLUMNS)} FROM memory_sync_events WHERE project = ? AND kind IN ({graph_kinds_sql()}) "
+        "AND opaque = 0 AND received_at > ?",
+        [project, covered["received"]],
+    ).fetchall()
+    return [dict(zip(COLUMNS, row)) for row in [*own, *foreign]]
+
+
+def touched(events: list[dict[str, Any]]) -> set[str] | None:
+    "The entity names ``events`` touch, or None if one renames or merges (which moves names and relations)."
+    names: set[str] = set()
+    for event in events:
+        if event["kind"] in ("rename_entity", "merge_entity"):
+            return None
+        if event["kind"] in ("create_relation", "delete_relation"):
+            value = json.loads(event["new"] if event["kind"] == "create_relation" else event["old"])
+            names |= {value["from"], value["to"]}
+        else:
+            names.add(event["target"])
+    return names
+
+
+def names_are_plain(conn: sqlite3.Connection, project: str, names: set[str]) -> bool:
+    "Whether none of ``names`` is an alias (events naming one apply to the entity it now is)."
+    return conn.execute(
+        "SELECT 1 FROM memory_aliases WHERE project = ? AND alias IN (SELECT value FROM json_each(?)) LIMIT 1",
+        [project, json.dumps(sorted(names), ensure_ascii=False)],
+    ).fetchone() is None
+
+
+def advanced(current: Project, events: list[dict[str, Any]], project: str) -> Project:
+    "``current`` (the touched names as the tables hold them) with ``events`` applied in the total order."
+    state = TolerantReplay()
+    state.projects[project] = copy.deepcopy(current)
+    for position, event in enumerate(order_key(events), 1):
+        state.apply({**event, "id": position})
+    return state.project(project)
+
+
+def record_coverage(conn: sqlite3.Connection, project: str, before: int, fresh: list[dict[str, Any]],
+                    covered: dict[str, Any] | None) -> None:
+    "Remember what this converge covered: the newest time among the events applied, the newest own event, the newest arrival."
+    newest_ts = conn.execute(
+        f"SELECT max(ts) FROM (SELECT max(ts) AS ts FROM events WHERE project = ? AND id <= ? AND kind IN ({graph_kinds_sql()}) "
+        "AND id NOT IN (SELECT event_id FROM memory_sync_derived) "
+        f"UNION ALL SELECT max(ts) FROM memory_sync_events WHERE project = ? AND opaque = 0 AND kind IN ({graph_kinds_sql()}))",
+        [project, before, project],
+    ).fetchone()[0] if covered is None else max([covered["ts"], *(e["ts"] for e in fresh)])
+    received = conn.execute("SELECT coalesce(max(received_at), '') FROM memory_sync_events").fetchone()[0]
+    value = json.dumps({"ts": newest_ts or "", "own": before, "received": received})
+    conn.execute("INSERT INTO memory_meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                 [f"sync_converged:{project}", value])
 
 
 def write_entities(conn: sqlite3.Connection, caller: Caller, project: str, current: Project, target: Project) -> None:
@@ -70,11 +164,16 @@ def write_entities(conn: sqlite3.Connection, caller: Caller, project: str, curre
         mutations.add_observations(conn, caller, project, items)
 
 
-def write_relations(conn: sqlite3.Connection, caller: Caller, project: str, target: Project) -> None:
-    "Relations, read again after the entities' changes (deleting an entity deletes its relations)."
-    have = {tuple(row) for row in conn.execute(
-        "SELECT from_entity, to_entity, relation_type FROM relations WHERE project = ?", [project]
-    )}
+def write_relations(conn: sqlite3.Connection, caller: Caller, project: str, target: Project, names: set[str] | None) -> None:
+    "Relations (touching ``names`` only, if given), read again after the entities' changes (deleting an entity deletes its relations)."
+    columns = "SELECT from_entity, to_entity, relation_type FROM relations WHERE project = :project"
+    if names is None:
+        rows = conn.execute(columns, {"project": project})
+    else:
+        rows = conn.execute(f"{columns} AND from_entity IN (SELECT value FROM json_each(:names)) UNION "
+                            f"{columns} AND to_entity IN (SELECT value FROM json_each(:names))",
+                            {"project": project, "names": json.dumps(sorted(names), ensure_ascii=False)})
+    have = {tuple(row) for row in rows}
     gone = [{"from": f, "to": t, "relationType": r} for f, t, r in have if (f, t, r) not in target.relations]
     new = [{"from": f, "to": t, "relationType": r} for f, t, r in target.relations if (f, t, r) not in have]
     for relations in chunks(gone):
