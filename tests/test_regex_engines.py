@@ -31,6 +31,8 @@ SHARED = [
     r"\d+", r"\w+", r"\s", r"\S+", r"\bcaf", r"é\b", r"[^\d\s]+", r"\D+", r"\W+", r"[a-z]+", r"^y$", r"z{2}",
     r"(?i)k", r"(?i)\w+", r"(?i)STRASSE|straße", r"(?s)a.b", r"a\.b", r"a\*b", r"\[\w+\]", r"\{\w+\}", r"[]\w]+",
     r"[^]a-z ]+", r"(\d)(\d)", r"(?:ab|a)_", r"\x{1F642}+", r"\x41|\x61", r"[\x{65E5}-\x{8A9E}]+", r"(?U)\w+", r"(?m)^\w",
+    # where a value's lines meet: anchors, boundaries and dots at their edges
+    r"^\w+$", r"(?s:y.|x.)", r"(?i-s:Y$)", r"\w$", r"^\W", r"\b\w", r"[^a]+$", r"e\s*$",
 ]
 UNICODE_ONLY = [r"\p{Greek}|\p{Han}+", r"\pL+", r"\p{Lu}\p{Ll}+", r"\PL+"]  # RE2 and ripgrep; Python's re lacks \p
 
@@ -115,6 +117,10 @@ def test_generated_patterns_mean_the_same_to_re2_and_pythons_re(values, pattern)
         ("(?x)a b", r"only the \(\?i\), \(\?m\), \(\?s\) and \(\?U\) flags are supported"),
         ("(?a)a", "only the"),
         (r"\Z", r"use \$ for the end of a line"),
+        (r"\Ay", r"\\A is not supported: ripgrep reads it as the start or end of everything it searches; use \^ or \$"),
+        (r"y\z", r"\\z is not supported"),
+        ("(?-m:^y$)", r"turning off \(\?m\) is not supported"),
+        ("(?i-sm)^y", r"turning off \(\?m\) is not supported"),
         (r"\N{DIGIT ONE}", r"\\N is not supported"),
         (r"\C", r"\\C \(any byte\) is not supported"),
         (r"\Qa.b\E", "pass fixed_strings=true"),

@@ -14,6 +14,8 @@ same classes spelled out (:func:`ascii_classes`): results do not depend on the
 engine.
 """
 
+import bisect
+import itertools
 import json
 import os
 import re
@@ -31,6 +33,7 @@ from .sql_errors import SqlLimitExceeded
 
 REPEAT = re.compile(r"\{\d+(,\d*)?\}")
 NAMED_GROUP = re.compile(r"\(\?P?<(?![=!])([^>]*)>")
+MULTI_LINE_OFF = re.compile(r"\(\?[a-zA-Z]*-[a-zA-Z]*m")
 GROUP_NAME = re.compile(r"[^\W\d]\w*")  # what RE2 and ripgrep both take as a group's name
 # escapes that name a class and are followed by a name in braces: \p{Greek}, \x{263a}
 BRACED = {"p", "P", "x"}
@@ -58,6 +61,7 @@ ASCII_CLASSES = {
     "s": "[\\t\\n\\f\\r ]", "S": "[^\\t\\n\\f\\r ]",
     "b": "(?-u:\\b)", "B": "(?-u:\\B)",
 }
+CANDIDATE_BATCH = 256  # values searched at once for candidates: a call that stops early has joined few
 TOO_LONG = (
     "search_text: matching took longer than the time limit and was stopped; narrow the rows with where "
     "or search fewer columns"
@@ -88,14 +92,19 @@ def check_pattern(pattern: Any, fixed_strings: bool, ignore_case: bool, max_char
     return pattern
 
 
-def compiled(pattern: str, ignore_case: bool, fixed_strings: bool) -> Any:
-    "``pattern`` compiled by RE2, or its error as the construct and the fix."
+def compiled(pattern: str, ignore_case: bool, fixed_strings: bool, across_lines: bool = False) -> Any:
+    """
+    ``pattern`` compiled by RE2, or its error as the construct and the fix.
+
+    :param across_lines: for text of many lines: ``^`` and ``$`` match at line breaks and no match holds one
+    """
     options = re2.Options()
     options.log_errors = False
     options.case_sensitive = not ignore_case
     options.literal = fixed_strings
+    options.never_nl = across_lines
     try:
-        return re2.compile(pattern, options)
+        return re2.compile("(?m)" + pattern if across_lines and not fixed_strings else pattern, options)
     except re2.error as e:
         error = e.args[0].decode("utf-8", "replace") if e.args and isinstance(e.args[0], bytes) else str(e)
         raise InvalidInput(explained(error, pattern))
@@ -143,16 +152,21 @@ def pieces(pattern: str) -> Iterator[tuple[int, str, bool]]:
 
 
 def check_text(pattern: str) -> None:
-    "Refuse what the two dialects spell differently: braces, ``\\Z``, ``\\N{...}``, ``\\C``, ``\\Q``, octal and group numbers."
+    "Refuse what the two engines spell or read differently: braces, ``\\A``, ``\\z``, ``\\Z``, ``\\N{...}``, ``\\C``, ``\\Q``, octal, group numbers and names, ``(?-m)``."
     names: set[str] = set()
     for at, piece, in_class in pieces(pattern):
         following = piece[1:2] if piece.startswith("\\") else ""
         if following.isdigit():
             raise InvalidInput(f"pattern: \\{following} (a backreference or an octal escape) is not supported: both engines match in linear time, without backreferences")
+        if following and following in "Az":
+            raise InvalidInput(f"pattern: \\{following} is not supported: ripgrep reads it as the start or end of everything it searches; "
+                               "use ^ or $ (values are matched line by line)")
         if following and following in "ZN":
             raise InvalidInput(f"pattern: \\{following} is not supported by both engines; use $ for the end of a line (values are matched line by line)")
         if following in UNSHARED_ESCAPES:
             raise InvalidInput(f"pattern: {UNSHARED_ESCAPES[following]}")
+        if piece == "(" and not in_class and MULTI_LINE_OFF.match(pattern, at):
+            raise InvalidInput("pattern: turning off (?m) is not supported: ^ and $ match at the start and end of every line")
         if piece == "{" and not in_class and not REPEAT.match(pattern, at):
             raise InvalidInput("pattern: a brace must be a repeat such as {2} or {1,3}; write \\{ for a literal brace")
         named = NAMED_GROUP.match(pattern, at) if piece == "(" and not in_class else None
@@ -196,15 +210,15 @@ def find_matches(
 def re2_matches(
     values: list[str], pattern: str, ignore_case: bool, fixed_strings: bool, limit: int, timeout: float
 ) -> list[tuple[int, int, int]]:
-    "The matches found by RE2 in this process, the deadline checked before each line."
+    "The matches found by RE2 in this process, line by line in the values :func:`candidates` names, the deadline checked before each."
     regex = compiled(pattern, ignore_case, fixed_strings)
     deadline = time.monotonic() + timeout
     found: list[tuple[int, int, int]] = []
-    for index, value in enumerate(values):
+    for index in candidates(values, pattern, ignore_case, fixed_strings):
+        if time.monotonic() > deadline:
+            raise SqlLimitExceeded(TOO_LONG)
         offset = 0
-        for line in value.split("\n"):
-            if time.monotonic() > deadline:
-                raise SqlLimitExceeded(TOO_LONG)
+        for line in values[index].split("\n"):
             for match in regex.finditer(line):
                 if match.end() > match.start():
                     found.append((index, offset + match.start(), offset + match.end()))
@@ -212,6 +226,25 @@ def re2_matches(
                         return found
             offset += len(line) + 1
     return found
+
+
+def candidates(values: list[str], pattern: str, ignore_case: bool, fixed_strings: bool) -> Iterator[int]:
+    """
+    The indexes of the values that may hold a match, in order: one search of a batch of them
+    joined by line breaks (in C, no match holding one) finds each next value with a match.
+    Nothing in the dialect tells the start of a value from the start of a line (``\\A``,
+    ``\\z`` and turning ``m`` off are refused), so a line's matches are found here too.
+    """
+    regex = compiled(pattern, ignore_case, fixed_strings, across_lines=True)
+    for first in range(0, len(values), CANDIDATE_BATCH):
+        batch = values[first : first + CANDIDATE_BATCH]
+        starts = list(itertools.accumulate((len(value) + 1 for value in batch[:-1]), initial=0))
+        last = -1
+        for match in regex.finditer("\n".join(batch)):  # encoded for RE2 once a batch, not once a search
+            index = bisect.bisect_right(starts, match.start()) - 1
+            if index != last:
+                yield first + index
+                last = index
 
 
 def run(command: list[str], data: bytes, timeout: float) -> bytes:
