@@ -23,6 +23,7 @@ import argparse
 import json
 import os
 import pathlib
+import re
 import statistics
 import subprocess
 import sys
@@ -56,9 +57,8 @@ def matcher(event: str) -> str:
 
 
 def counted(calls: dict[str, int], names: str) -> tuple[int, int]:
-    "(all calls, calls the matcher lets through): a matcher of letters and | is a list of exact names."
-    kept = set(names.split("|"))
-    return sum(calls.values()), sum(n for tool, n in calls.items() if tool in kept)
+    "(all calls, calls the matcher lets through): the matcher is a regex Claude Code searches each tool name with."
+    return sum(calls.values()), sum(n for tool, n in calls.items() if re.search(names, tool))
 
 
 def tally(calls: list[str]) -> dict[str, int]:

@@ -16,7 +16,8 @@ PLUGIN = pathlib.Path(__file__).parent.parent / "claude-plugin"
 RECORDED = {"Edit", "MultiEdit", "Write", "NotebookEdit", "Bash"}
 # tools a session calls that change nothing on disk and run nothing: no hook process for them
 NOT_RECORDED = {"Read", "Grep", "Glob", "LS", "WebFetch", "WebSearch", "TodoWrite", "Task", "TaskCreate", "TaskUpdate",
-                "ExitPlanMode", "mcp__memory__search_nodes", "mcp__plugin_datasette-memory_memory__read_graph", "Bashful", "edit"}
+                "ExitPlanMode", "mcp__memory__search_nodes", "mcp__plugin_datasette-memory_memory__read_graph", "Bashful", "edit",
+                "BashOutput", "KillShell", "mcp__files__Edit", "NotebookEditor"}
 
 
 def hooks():
@@ -26,10 +27,12 @@ def hooks():
 def matches(matcher: str, tool: str) -> bool:
     """
     Claude Code's rule for a matcher: letters, digits, _ and | are a list of exact
-    names; anything else is an unanchored JavaScript regex (not used here).
+    names; anything else is an unanchored JavaScript regex. An anchored alternation
+    means the same under both readings (and under versions that read every matcher
+    as a regex, where a bare Bash would also match BashOutput).
     """
-    assert re.fullmatch(r"[A-Za-z0-9_|]+", matcher), "the plugin's matchers are lists of exact names"
-    return tool in matcher.split("|")
+    assert re.fullmatch(r"\^\(\w+(\|\w+)*\)\$", matcher), "the plugin's matchers are anchored lists of names"
+    return re.search(matcher, tool) is not None
 
 
 @pytest.mark.parametrize("event", ["PostToolUse", "PostToolUseFailure"])
