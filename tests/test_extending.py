@@ -106,6 +106,25 @@ async def test_a_plugins_pattern_refuses_a_write_through_mcp(acme, db_path):
     assert "keys are in the vault" in graph and ACME_KEY not in graph
 
 
+async def test_a_plugins_pattern_refuses_a_write_over_stdio_and_its_events_are_announced(tmp_path):
+    "A real MCP server process with the example installed: the key refused, the ordinary write announced once."
+    from fastmcp.client.transports import StdioTransport
+
+    events_file, path = tmp_path / "events.jsonl", tmp_path / "memory.db"
+    env = subprocess_env(ACME_EVENTS_FILE=str(events_file))
+    env["PYTHONPATH"] = os.pathsep.join([str(EXAMPLE), *sys.path])
+    transport = StdioTransport(sys.executable, ["-m", "datasette_memory", "mcp", "--db", str(path)], env=env, keep_alive=False)
+    async with Client(transport) as client:
+        with pytest.raises(ToolError, match=r"looks like a credential \(Acme API key\)"):
+            await client.call_tool("create_entities", {"entities": [
+                {"name": "billing", "entityType": "service", "observations": [f"key {ACME_KEY}"]}]})
+        await client.call_tool("create_entities", {"entities": [
+            {"name": "billing", "entityType": "service", "observations": ["keys are in the vault"]}]})
+    written = [json.loads(line) for line in events_file.read_text().splitlines()]
+    assert [(e["id"], e["kind"], e["hash"]) for e in written] == [(r["id"], r["kind"], r["hash"]) for r in ledger(path)]
+    assert ACME_KEY not in path.read_bytes().decode("latin-1")
+
+
 def entity_page(name, page="/-/memory/entity", project="p"):
     return f"{page}?{urlencode({'project': project, 'name': name}, quote_via=quote)}"
 
