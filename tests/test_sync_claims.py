@@ -55,9 +55,12 @@ def test_approval_stays_on_the_machine_where_a_person_made_it(tmp_path, laptops)
     make_bundle(a, bundle)
     sync_bundle(b, bundle)
     kinds = dict(b.conn.execute("SELECT kind, opaque FROM memory_sync_events WHERE kind IS NOT NULL").fetchall())
-    assert kinds == {"propose_claim": 0}
+    assert kinds == {"propose_claim": 0, "record_fact": 0}  # the approval itself went as an opaque link
     assert b.conn.execute("SELECT count(*) FROM memory_sync_events WHERE opaque = 1").fetchone()[0] >= 1
-    assert b.governed.list_claims() == [] and b.governed.facts_now() == []
+    assert b.governed.list_claims() == [] and b.conn.execute("SELECT count(*) FROM claim_reviews").fetchone() == (0,)
+    # the fact the approval made travels, recorded with the person who approved, tied to no claim here
+    [fact] = b.governed.facts_now()
+    assert (fact["object"], fact["recorded_by"], fact["claim_id"]) == ("go", "alice", None)
 
 
 def test_a_private_projects_rejections_stay_home(tmp_path, laptops):

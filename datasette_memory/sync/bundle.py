@@ -7,13 +7,12 @@ one transaction (the file is whole before and after). It holds what the
 machines that wrote it share, and opaque links of the rest of their chains.
 """
 
-import json
 import pathlib
 import sqlite3
 from typing import Any
 
 from ..memory import Memory
-from .events import WIRE_FIELDS, SyncRefused, holdings, opaque
+from .events import NO_END, WIRE_FIELDS, SyncRefused, holdings, opaque
 from .exchange import SyncReport, apply_pending, record_peer, take, to_send
 
 FORMAT = "datasette-memory sync bundle 1"
@@ -66,17 +65,13 @@ def bundle_events(bundle: sqlite3.Connection, held: dict[str, dict[str, Any]]) -
     :param held: the file's :func:`~.events.holdings`
     """
     events = []
+    select = f"SELECT {', '.join(WIRE_FIELDS)}, opaque FROM bundle_events WHERE machine = ? AND clock BETWEEN ? AND ?"
     for (machine,) in bundle.execute("SELECT DISTINCT machine FROM bundle_events").fetchall():
         mine = held.get(machine, {"clock": 0, "opaque": []})
-        ranges = [[mine["clock"] + 1, None, 0], *([first, last, 1] for first, last in mine["opaque"])]
-        rows = bundle.execute(
-            f"SELECT {', '.join(WIRE_FIELDS)}, opaque FROM bundle_events WHERE machine = :machine AND ("
-            "clock = (SELECT max(clock) FROM bundle_events WHERE machine = :machine AND clock <= :clock) OR EXISTS ("
-            "SELECT 1 FROM json_each(:ranges) r WHERE clock >= json_extract(r.value, '$[0]') "
-            "AND clock <= coalesce(json_extract(r.value, '$[1]'), clock) AND (json_extract(r.value, '$[2]') = 0 OR opaque = 0))"
-            ") ORDER BY clock",
-            {"machine": machine, "clock": mine["clock"], "ranges": json.dumps(ranges)},
-        )
+        rows = bundle.execute(f"{select} ORDER BY clock DESC LIMIT 1", [machine, 1, mine["clock"]]).fetchall()
+        for first, last in mine["opaque"]:
+            rows += bundle.execute(f"{select} AND opaque = 0 ORDER BY clock", [machine, first, last]).fetchall()
+        rows += bundle.execute(f"{select} ORDER BY clock", [machine, mine["clock"] + 1, NO_END]).fetchall()
         for *values, is_opaque in rows:
             event = dict(zip(WIRE_FIELDS, values))
             events.append(opaque(event) if is_opaque else event)

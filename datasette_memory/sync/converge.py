@@ -30,6 +30,7 @@ from ..graph import mutations
 from ..history.compare import live
 from ..history.replay import Project
 from .events import graph_kinds_sql
+from .facts import apply_facts
 from .order import TolerantReplay, converged_state, order_key
 
 CHUNK = 500  # items per call of a graph operation (under its cap of 1,000)
@@ -62,6 +63,7 @@ def converge(conn: sqlite3.Connection, caller: Caller, project: str) -> int:
         target = converged_state(conn, project)
     write_entities(conn, caller, project, current, target)
     write_relations(conn, caller, project, target, names)
+    apply_facts(conn, caller, project)
     cursor = conn.execute("INSERT INTO memory_sync_derived (event_id) SELECT id FROM events WHERE id > ?", [before])
     conn.execute("DELETE FROM memory_sync_pending WHERE project = ?", [project])
     record_coverage(conn, project, before, fresh, covered)

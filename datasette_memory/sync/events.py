@@ -27,9 +27,12 @@ from ..history.replay import GRAPH_KINDS
 # a person's act where it was made, does not travel)
 GRAPH_SYNCED = frozenset(GRAPH_KINDS)
 CLAIM_SYNCED = frozenset({"propose_claim", "reject_claim", "reopen_claim"})
-SYNCED_KINDS = GRAPH_SYNCED | CLAIM_SYNCED
+# a fact and each change to its validity; their echoes travel whole too (see sync/facts.py)
+FACT_SYNCED = frozenset({"record_fact", "supersede_fact", "invalidate_fact", "revalidate_fact"})
+SYNCED_KINDS = GRAPH_SYNCED | CLAIM_SYNCED | FACT_SYNCED
 WIRE_FIELDS = HASHED_FIELDS + ("old", "new", "hash")
 OPAQUE_FIELDS = ("machine", "clock", "prev_hash", "hash")
+NO_END = 2**62  # a clock past every clock, for a range with no end
 HASH_PATTERN = re.compile(r"^[0-9a-f]{64}$")
 STORED_COLUMNS = WIRE_FIELDS + ("opaque", "received_at", "received_from")
 INSERT_FOREIGN = (
@@ -94,12 +97,16 @@ def own_events(conn: sqlite3.Connection, machine: str, first: int, last: int | N
     rows = conn.execute(
         f"SELECT {', '.join('e.' + f for f in WIRE_FIELDS)}, d.event_id IS NOT NULL FROM events e "
         "LEFT JOIN memory_sync_derived d ON d.event_id = e.id "
-        "WHERE e.machine = ? AND e.clock >= ? AND e.clock <= coalesce(?, e.clock) ORDER BY e.id",
-        [machine, first, last],
+        "WHERE e.machine = ? AND e.clock BETWEEN ? AND ? "
+        # whole ones only: those of a shared project, of a kind that syncs, not an echo (but a fact's)
+        "AND (NOT ? OR (e.project IN (SELECT value FROM json_each(?)) AND e.kind IN (SELECT value FROM json_each(?)) "
+        "AND (d.event_id IS NULL OR e.kind IN (SELECT value FROM json_each(?))))) ORDER BY e.clock",
+        [machine, first, NO_END if last is None else last, whole_only, json.dumps(sorted(shared), ensure_ascii=False),
+         json.dumps(sorted(SYNCED_KINDS)), json.dumps(sorted(FACT_SYNCED))],
     )
     for *values, derived in rows:
         event = dict(zip(WIRE_FIELDS, values))
-        if not derived and event["project"] in shared and event["kind"] in SYNCED_KINDS:
+        if (not derived or event["kind"] in FACT_SYNCED) and event["project"] in shared and event["kind"] in SYNCED_KINDS:
             yield event
         elif not whole_only:
             yield opaque(event)
@@ -109,8 +116,8 @@ def held_events(conn: sqlite3.Connection, machine: str, first: int, last: int | 
     "The events of another origin this file holds, from clock ``first`` to ``last`` (None: the newest), as held."
     rows = conn.execute(
         f"SELECT {', '.join(WIRE_FIELDS)}, opaque FROM memory_sync_events "
-        "WHERE machine = ? AND clock >= ? AND clock <= coalesce(?, clock) AND (opaque = 0 OR ?) ORDER BY clock",
-        [machine, first, last, not whole_only],
+        "WHERE machine = ? AND clock BETWEEN ? AND ? AND (opaque = 0 OR ?) ORDER BY clock",
+        [machine, first, NO_END if last is None else last, not whole_only],
     )
     for *values, is_opaque in rows:
         event = dict(zip(WIRE_FIELDS, values))

@@ -15,7 +15,7 @@ from ..core.clock import now
 from ..core.ledger import Caller
 from ..memory import Memory
 from .converge import converge
-from .events import GRAPH_SYNCED, outgoing, receive
+from .events import FACT_SYNCED, GRAPH_SYNCED, outgoing, receive
 from .shared import shared_projects
 
 
@@ -63,7 +63,7 @@ def take(memory: Memory, items: Iterable[Any], peer: str) -> int:
 
     def hold(conn: sqlite3.Connection, caller: Caller, project: str) -> int:
         taken = receive(conn, items, peer)
-        projects = sorted({event["project"] for event in taken if not event["opaque"] and event["kind"] in GRAPH_SYNCED})
+        projects = sorted({event["project"] for event in taken if not event["opaque"] and event["kind"] in GRAPH_SYNCED | FACT_SYNCED})
         conn.executemany("INSERT OR IGNORE INTO memory_sync_pending (project) VALUES (?)", [[p] for p in projects])
         return len(taken)
 
