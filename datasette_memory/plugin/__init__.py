@@ -18,6 +18,7 @@ from .review_routes import register_review_routes
 from .search_routes import register_search_routes
 from .secret_guard import refuse_secrets_in_datasette_writes
 from .sign_in import register_sign_in_routes
+from .sync_page import register_sync_page
 from .sync_routes import register_sync_routes
 from .templates import prepare_jinja2_environment
 
@@ -47,6 +48,7 @@ __all__ = [
     "register_review_routes",
     "register_search_routes",
     "register_sign_in_routes",
+    "register_sync_page",
     "register_sync_routes",
     "refuse_foreign_hosts",
     "refuse_secrets_in_datasette_writes",

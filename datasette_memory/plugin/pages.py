@@ -31,6 +31,7 @@ NAVIGATION = (
     ("search", "/-/memory/search", "Search"),
     ("ledger", "/-/memory/ledger", "Ledger"),
     ("integrity", "/-/memory/integrity", "Integrity"),
+    ("sync", "/-/memory/sync", "Sync"),
 )
 
 
