@@ -21,11 +21,14 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 from datasette_memory import Config, Memory, SearchSettings
+from datasette_memory.core.errors import InvalidInput
+from datasette_memory.governed.claims import ClaimRejected
 from datasette_memory.history.file_check import verify_file
 from datasette_memory.sync.bundle import make_bundle, sync_bundle
 from datasette_memory.sync.hub import sync_hub
 from datasette_memory.sync.shared import share
 
+from .governance import issue_reviewer
 from .test_cli import fetch, free_port
 
 LEXICAL = Config(search=SearchSettings(semantic=False))
@@ -86,6 +89,25 @@ NAMES = st.sampled_from(["postgres", "checkout-api", "redis", "café ☕", "a/b"
 WORDS = st.sampled_from(["uses port 5432", "owned by team x", "deprecated", "naïve ünïcode", "'quoted' \"text\""])
 TYPES = st.sampled_from(["service", "database"])
 PEERS = st.integers(0, 2)
+VALUES = st.sampled_from(["postgres 15", "postgres 16", "MySQL 5"])
+_reviewers: dict[int, object] = {}
+
+
+def reviewer(peer: int):
+    "The person at laptop ``peer`` (issued once by the real gate, reused)."
+    if peer not in _reviewers:
+        _reviewers[peer] = issue_reviewer(f"person{peer}")
+    return _reviewers[peer]
+
+
+def facts_seen(memory: Memory) -> frozenset:
+    "Each fact by what it says and who recorded it when, with its validity and history (row ids are each file's own)."
+    rows = memory.conn.execute(
+        "SELECT f.id, f.subject, f.object, f.valid_from, f.recorded_at, f.recorded_by, f.valid_to, f.retracted_at FROM facts f"
+    ).fetchall()
+    return frozenset((*row[1:], tuple(memory.conn.execute(
+        "SELECT act, valid_to, recorded_at, actor, rationale FROM fact_history WHERE fact_id = ? ORDER BY recorded_at, id",
+        [row[0]]).fetchall())) for row in rows)
 
 
 class Laptops(RuleBasedStateMachine):
@@ -98,6 +120,7 @@ class Laptops(RuleBasedStateMachine):
         self.peers = [open_peer(self.folder / f"peer{i}.db", self.project) for i in range(3)]
         self.deleted: set[tuple] = set()  # (entity, content or None) deleted and not added again since
         self.private: list[str] = []
+        self.rejected: set[tuple[str, str]] = set()
 
     def remember_added(self, name: str, contents: list[str]) -> None:
         self.deleted -= {(name, None)} | {(name, content) for content in contents}
@@ -147,6 +170,31 @@ class Laptops(RuleBasedStateMachine):
             [{"name": f"note {secret}", "entityType": "secret", "observations": [secret]}])
         self.private.append(secret)
 
+    @rule(peer=PEERS, subject=NAMES, value=VALUES)
+    def record_fact(self, peer, subject, value):
+        try:
+            self.peers[peer].governed.record_fact(reviewer(peer), subject, "uses", value, "seen in the config")
+        except InvalidInput:
+            pass  # the value holds already
+
+    @rule(peer=PEERS, data=st.data())
+    def invalidate_own_fact(self, peer, data):
+        "A person invalidates a fact they recorded (changes to one fact come from one machine: see docs/sync.md)."
+        mine = [f for f in self.peers[peer].governed.facts_now() if f["recorded_by"] == f"person{peer}"]
+        if mine:
+            fact = data.draw(st.sampled_from(mine))
+            self.peers[peer].governed.invalidate_fact(reviewer(peer), fact["id"], "no longer true")
+
+    @rule(peer=PEERS, subject=NAMES, value=VALUES)
+    def reject_a_claim(self, peer, subject, value):
+        try:
+            proposed = self.peers[peer].governed.propose_claim(subject, "runs", value)
+        except ClaimRejected:
+            return
+        if proposed["claim"] is not None:
+            self.peers[peer].governed.reject_claim(reviewer(peer), proposed["claim"]["id"], "not so")
+            self.rejected.add((subject, value))
+
     @rule(first=PEERS, second=PEERS)
     def pass_a_bundle(self, first, second):
         "One laptop writes a bundle, the other syncs with it and passes it back."
@@ -182,6 +230,14 @@ class Laptops(RuleBasedStateMachine):
         graphs = {graph(memory) for memory in self.peers}
         assert len(graphs) == 1, graphs
         assert len({chains(memory) for memory in self.peers}) == 1
+        assert len({facts_seen(memory) for memory in self.peers}) == 1
+        for memory in self.peers:  # a value a person rejected anywhere is refused everywhere
+            for subject, value in self.rejected:
+                try:
+                    memory.governed.propose_claim(subject, "runs", value)
+                except ClaimRejected:
+                    continue
+                raise AssertionError(f"{subject} runs {value} was rejected, yet proposed again")
         # a second round changes nothing
         before = [memory.conn.execute("SELECT count(*) FROM events").fetchone() for memory in self.peers]
         for peer in range(3):
