@@ -2,17 +2,21 @@
 
 import multiprocessing
 
+import pytest
+
 from datasette_memory import Memory
 
 PROCESSES = 8
-MUTATIONS = 250
+MUTATIONS = 250  # each process's: a creation, then an observation on it, and so on
+# the quick size (even, so every creation has its observation) runs everywhere; the full one is marked large
+SIZES = [24, pytest.param(MUTATIONS, marks=pytest.mark.large)]
 
 
-def write_many(path, worker, barrier, errors):
+def write_many(path, worker, barrier, errors, mutations=MUTATIONS):
     try:
         barrier.wait()
         memory = Memory.open(path, actor=f"worker-{worker}", session=str(worker))
-        for i in range(MUTATIONS):
+        for i in range(mutations):
             if i % 2 == 0:
                 memory.create_entities([{"name": f"w{worker}-{i}", "entityType": "t", "observations": []}])
             else:
@@ -24,13 +28,14 @@ def write_many(path, worker, barrier, errors):
         errors.put(f"worker {worker}: {traceback.format_exc()}")
 
 
-def test_eight_processes_lose_nothing(tmp_path):
+@pytest.mark.parametrize("mutations", SIZES)
+def test_eight_processes_lose_nothing(tmp_path, mutations):
     path = str(tmp_path / "memory.db")  # fresh: the processes race to create and migrate it
     context = multiprocessing.get_context("spawn")
     barrier = context.Barrier(PROCESSES)
     errors = context.Queue()
     workers = [
-        context.Process(target=write_many, args=(path, w, barrier, errors)) for w in range(PROCESSES)
+        context.Process(target=write_many, args=(path, w, barrier, errors, mutations)) for w in range(PROCESSES)
     ]
     for worker in workers:
         worker.start()
@@ -44,9 +49,9 @@ def test_eight_processes_lose_nothing(tmp_path):
 
     memory = Memory.open(path)
     graph = memory.read_graph()
-    assert len(graph["entities"]) == PROCESSES * MUTATIONS // 2
-    assert sum(len(e["observations"]) for e in graph["entities"]) == PROCESSES * MUTATIONS // 2
+    assert len(graph["entities"]) == PROCESSES * mutations // 2
+    assert sum(len(e["observations"]) for e in graph["entities"]) == PROCESSES * mutations // 2
     status = memory.verify_chain()
-    assert status.ok and status.events == PROCESSES * MUTATIONS
+    assert status.ok and status.events == PROCESSES * mutations
     clocks = memory.conn.execute("SELECT count(DISTINCT clock), count(DISTINCT actor) FROM events").fetchone()
-    assert clocks == (PROCESSES * MUTATIONS, PROCESSES)
+    assert clocks == (PROCESSES * mutations, PROCESSES)

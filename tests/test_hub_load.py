@@ -12,12 +12,15 @@ import sqlite3
 import subprocess
 import sys
 
+import pytest
+
 from .installed import litestream
 
 sys.path.insert(0, str(pathlib.Path(__file__).parent.parent / "bench"))
 import hub_load  # noqa: E402
 
 
+@pytest.mark.large  # the benchmark's own run: CI runs it, tests/run on request
 def test_concurrent_clients_lose_nothing_and_the_replica_restores_to_the_same_head(tmp_path):
     litestream()
     found = hub_load.run(clients=6, calls=40, processes=2, seeded=60, folder=tmp_path, single=False, sample_every=2)

@@ -8,7 +8,7 @@ from datasette.app import Datasette
 from datasette_memory import InvalidInput, Memory
 from datasette_memory.plugin.connection import call_memory, memory_config
 
-from .test_concurrency import write_many
+from .test_concurrency import SIZES, write_many
 
 
 @pytest.fixture
@@ -139,12 +139,13 @@ async def test_overview_respects_view_permission(db_path):
     assert (await datasette.client.get("/-/memory.json", actor={"id": "alice"})).status_code == 200
 
 
-async def test_datasette_writes_alongside_other_processes(datasette, db_path):
+@pytest.mark.parametrize("mutations", SIZES)
+async def test_datasette_writes_alongside_other_processes(datasette, db_path, mutations):
     "Datasette's write thread and four agent processes share one file without losing a write."
     context = multiprocessing.get_context("spawn")
     barrier = context.Barrier(5)
     errors = context.Queue()
-    workers = [context.Process(target=write_many, args=(str(db_path), w, barrier, errors)) for w in range(4)]
+    workers = [context.Process(target=write_many, args=(str(db_path), w, barrier, errors, mutations)) for w in range(4)]
     for worker in workers:
         worker.start()
 
@@ -152,15 +153,15 @@ async def test_datasette_writes_alongside_other_processes(datasette, db_path):
         return lambda memory: memory.create_entities([{"name": f"ds-{i}", "entityType": "t", "observations": []}])
 
     await asyncio.get_running_loop().run_in_executor(None, barrier.wait)
-    for i in range(250):
+    for i in range(mutations):
         await call_memory(datasette, create(i), write=True, actor="datasette")
     for worker in workers:
         worker.join(timeout=300)
     assert errors.empty()
     memory = Memory.open(db_path)
-    assert len(memory.read_graph()["entities"]) == 250 + 4 * 125
+    assert len(memory.read_graph()["entities"]) == mutations + 4 * (mutations // 2)
     status = memory.verify_chain()
-    assert status.ok and status.events == 250 + 4 * 250
+    assert status.ok and status.events == mutations + 4 * mutations
 
 
 @pytest.fixture

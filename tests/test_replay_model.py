@@ -383,7 +383,14 @@ def test_a_search_as_of_now_is_the_search_now(tmp_path, history):
     memory.close()
 
 
-LedgerReplay.TestCase.settings = settings(
-    max_examples=40, stateful_step_count=40, deadline=None, suppress_health_check=[HealthCheck.too_slow]
-)
+RUNS = dict(stateful_step_count=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+LedgerReplay.TestCase.settings = settings(max_examples=10, **RUNS)
 test_replay_rebuilds_every_moment = LedgerReplay.TestCase
+
+
+class LedgerReplayAtLength(LedgerReplay):
+    "The same machine, four times the examples: benchmark-sized (marked large), so CI runs it and tests/run may not."
+
+
+LedgerReplayAtLength.TestCase.settings = settings(max_examples=40, **RUNS)
+test_replay_rebuilds_every_moment_at_length = pytest.mark.large(LedgerReplayAtLength.TestCase)

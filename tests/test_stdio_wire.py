@@ -267,6 +267,7 @@ def huge_create_entities(id, total_bytes):
     yield b"]}}}\n"
 
 
+@pytest.mark.large  # 100 MB through the wire: CI runs it, tests/run on request
 def test_a_100_mb_request_is_refused_in_bounded_memory(db_path):
     server = MemoryStdio(db_path)
     try:
@@ -324,6 +325,7 @@ async def test_a_malformed_message_over_http_gets_the_same_error(datasette, name
     assert response.json()["error"]["code"] == code
 
 
+@pytest.mark.large  # 100 MB through the wire: CI runs it, tests/run on request
 async def test_a_100_mb_stream_over_http_is_refused_with_413(datasette, db_path):
     async def body():
         for piece in huge_create_entities(12, 100_000_000):
