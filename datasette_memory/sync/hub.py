@@ -3,7 +3,9 @@
 Three requests, each small enough for the hub's cap on a request: what the hub
 holds (``holdings.json``); what it lacks, pushed in batches (``push.json``; the
 last one asks the hub to apply them); what this file lacks, pulled a batch at a
-time (``pull.json``, sending what this file holds, taken as each batch comes).
+time (``pull.json``, sending what this file holds, taken as each batch comes);
+and, when applying wrote local changes, those echoes pushed as well, so the hub
+holds them when the sync ends.
 """
 
 import json
@@ -86,6 +88,11 @@ def sync_hub(memory: Memory, url: str, token: str, only: str | None = None) -> S
         if not answer["more"]:
             break
     report = apply_pending(memory, peer, only)
+    if report.applied:  # the changes applying wrote here go to the hub now, not at the next sync
+        echoes = to_send(memory.conn, call(url, token, "holdings.json")["holdings"], only)
+        for run in batches(echoes):
+            call(url, token, "push.json", {"events": run, "apply": False})
+        sending += echoes
     report.received, report.sent = received, len(sending)
     record_peer(memory, report)
     return report
