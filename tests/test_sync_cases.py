@@ -22,6 +22,7 @@ from datasette_memory.sync.bundle import make_bundle, sync_bundle
 from datasette_memory.sync.hub import sync_hub
 from datasette_memory.sync.shared import share
 
+from .tampering import rewind
 from .test_sync import LEXICAL, Hub, chains, graph, open_peer
 
 
@@ -301,3 +302,17 @@ def test_the_hub_applies_what_it_shares_and_a_laptop_offline_for_10000_events_ca
     assert sync_hub(b, hub.url, hub.token).received == 0
     b.close()
     assert verify_file(tmp_path / "peer1.db")["ok"]
+
+
+def test_a_file_whose_witness_saw_more_is_not_synced(tmp_path, built):
+    "A rewound file's history would spread: sync and bundle refuse it until a person has acknowledged the divergence."
+    rewind(built)
+    bundle = tmp_path / "other.bundle"
+    other = open_peer(tmp_path / "other.db")
+    make_bundle(other, bundle)
+    other.close()
+    before = ledger(Memory.open(built)), digest(bundle)
+    for arguments in (["sync", str(bundle)], ["bundle", str(tmp_path / "new.bundle")]):
+        result = CliRunner().invoke(cli, [*arguments, "--db", str(built)])
+        assert result.exit_code == 1 and "differs from what its witness saw; run datasette-memory verify" in result.output
+    assert before == (ledger(Memory.open(built)), digest(bundle)) and not (tmp_path / "new.bundle").exists()
