@@ -16,6 +16,7 @@ import sys
 import tempfile
 import time
 
+import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
@@ -261,7 +262,16 @@ class Laptops(RuleBasedStateMachine):
             assert len(holders) == 1 and holders.pop().startswith("peer"), (secret, holders)
 
 
-def test_three_laptops_converge_through_bundles_and_a_hub():
-    run = settings(max_examples=int(os.environ.get("SYNC_EXAMPLES", "12")), stateful_step_count=25, deadline=None,
-                   suppress_health_check=list(HealthCheck))(Laptops)
+def run_laptops(examples: int) -> None:
+    run = settings(max_examples=int(os.environ.get("SYNC_EXAMPLES", examples)), stateful_step_count=25, deadline=None,
+                   suppress_health_check=list(HealthCheck))(type(f"Laptops{examples}", (Laptops,), {}))
     run.TestCase().runTest()
+
+
+def test_three_laptops_converge_through_bundles_and_a_hub():
+    run_laptops(12)
+
+
+@pytest.mark.large
+def test_three_laptops_converge_at_length():
+    run_laptops(50)
