@@ -84,7 +84,8 @@ async def test_a_team_signs_reviewers_in_with_passwords_and_they_approve_through
     form = await datasette.client.get("/-/memory/claims/1/approve", cookies=cookies)
     assert form.status_code == 200 and "Review what will change" in form.text
     fields = {"rationale": "matches the runbook"}
-    confirm = await datasette.client.post("/-/memory/claims/1/approve", data={**fields, "step": "confirm"}, cookies=cookies, headers=SAME_SITE)
+    confirm = await datasette.client.post("/-/memory/claims/1/approve", data={**fields, "step": "confirm"}, cookies=cookies, headers=SAME_SITE,
+                                          follow_redirects=True)
     assert "What will change" in confirm.text and "becomes <strong>approved</strong>" in confirm.text
     applied = await datasette.client.post("/-/memory/claims/1/approve", data={**fields, "step": "apply"}, cookies=cookies, headers=SAME_SITE)
     assert applied.status_code == 302 and applied.headers["location"] == "/-/memory/claims/1"
