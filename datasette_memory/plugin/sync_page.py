@@ -4,7 +4,7 @@ from typing import Any
 
 from datasette import Response, hookimpl
 
-from ..sync.status import sync_status
+from ..sync.peer_status import sync_status
 from .error_pages import handled
 from .pages import respond, viewable_database
 

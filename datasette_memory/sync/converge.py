@@ -30,7 +30,7 @@ from ..graph import mutations
 from ..history.compare import live
 from ..history.replay import Project
 from .events import graph_kinds_sql
-from .facts import apply_facts
+from .fact_sync import apply_facts
 from .order import TolerantReplay, converged_state, order_key
 
 CHUNK = 500  # items per call of a graph operation (under its cap of 1,000)

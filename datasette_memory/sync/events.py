@@ -27,7 +27,7 @@ from ..history.replay import GRAPH_KINDS
 # a person's act where it was made, does not travel)
 GRAPH_SYNCED = frozenset(GRAPH_KINDS)
 CLAIM_SYNCED = frozenset({"propose_claim", "reject_claim", "reopen_claim"})
-# a fact and each change to its validity; their echoes travel whole too (see sync/facts.py)
+# a fact and each change to its validity; their echoes travel whole too (see sync/fact_sync.py)
 FACT_SYNCED = frozenset({"record_fact", "supersede_fact", "invalidate_fact", "revalidate_fact"})
 SYNCED_KINDS = GRAPH_SYNCED | CLAIM_SYNCED | FACT_SYNCED
 WIRE_FIELDS = HASHED_FIELDS + ("old", "new", "hash")
