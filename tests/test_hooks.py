@@ -485,7 +485,7 @@ def test_a_hook_process_loads_neither_datasette_nor_fastmcp_nor_the_semantic_ext
         "from datasette_memory.cli import cli\n"
         "try:\n    cli()\nexcept SystemExit:\n    pass\n"
         "print(sorted({m.split('.')[0] for m in sys.modules} & {'datasette', 'fastmcp', 'mcp', 'torch', 'sentence_transformers', "
-        "'transformers', 'sqlite_vec', 'sqlean'}), file=sys.stderr)"
+        "'transformers', 'sqlite_vec', 'apsw'}), file=sys.stderr)"
     )
     done = subprocess.run([sys.executable, "-c", code, str(db_path), sent], capture_output=True, text=True, timeout=120)
     assert "auth-gateway" in done.stdout
