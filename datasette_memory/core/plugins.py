@@ -105,12 +105,17 @@ _built: dict[str, tuple[int, Any]] = {}
 
 
 def built_from_hooks(name: str, build: Callable[[Any], Any]) -> Any:
-    "``build(manager)`` from hook ``name``, made again only after a plugin is registered or unregistered."
-    manager = with_defaults(name)
+    """
+    ``build(manager)`` from hook ``name``, made again only after a plugin is registered or unregistered
+    (what was built is current while the manager's version is the one it was built at: registering the
+    defaults counts too). It is asked for on every string a write scans, so a current one is returned at once.
+    """
     version, value = _built.get(name, (-1, None))
-    if version != manager.version:
-        value = build(manager)
-        _built[name] = (manager.version, value)
+    if version == plugin_manager().version:
+        return value
+    manager = with_defaults(name)
+    value = build(manager)
+    _built[name] = (manager.version, value)
     return value
 
 
