@@ -429,3 +429,27 @@ def test_keys_the_user_added_to_our_claude_code_server_survive_an_update(home, f
     install(home, folder, "claude-code", "--project", "two")
     assert json.loads(servers_file.read_text())["mcpServers"]["memory"] == {
         "type": "stdio", "command": EXECUTABLE, "args": ["mcp", "--project", "two"], "env": {"DATASETTE_MEMORY_NO_VECTORS": "1"}}
+
+
+def test_claude_codes_tool_hook_matches_only_the_tools_it_records_as_the_plugin_does(home, folder):
+    "install writes the plugin's matcher on the tool hook's groups, and a second install of an older entry adds it."
+    from datasette_memory.clients.claude_code import RECORDED_TOOLS
+
+    plugin = json.loads((pathlib.Path(__file__).parent.parent / "claude-plugin" / "hooks" / "hooks.json").read_text())["hooks"]
+    install(home, folder, "claude-code")
+    settings = folder / ".claude" / "settings.json"
+    hooks = json.loads(settings.read_text())["hooks"]
+    for event in ("PostToolUse", "PostToolUseFailure"):
+        (group,) = hooks[event]
+        assert group["matcher"] == RECORDED_TOOLS == plugin[event][0]["matcher"]
+    assert all("matcher" not in group for event in ("SessionStart", "UserPromptSubmit") for group in hooks[event])
+    # an install from before the matcher: the group had none, and every tool started a hook process
+    for event in ("PostToolUse", "PostToolUseFailure"):
+        del hooks[event][0]["matcher"]
+    settings.write_text(json.dumps({"hooks": hooks}, indent=2))
+    result = install(home, folder, "claude-code")
+    assert "~ updated PostToolUse hook" in result.output and RECORDED_TOOLS in result.output
+    again = json.loads(settings.read_text())["hooks"]
+    assert [group["matcher"] for event in ("PostToolUse", "PostToolUseFailure") for group in again[event]] == [RECORDED_TOOLS] * 2
+    unchanged = install(home, folder, "claude-code")
+    assert "PostToolUse" not in unchanged.output

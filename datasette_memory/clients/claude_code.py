@@ -11,7 +11,8 @@ https://code.claude.com/docs/en/settings and https://code.claude.com/docs/en/hoo
   hooks in ``~/.claude/settings.json``.
 
 Hooks are ``{"hooks": {"SessionStart": [{"hooks": [{"type": "command", "command": ...}]}]}}``;
-a SessionStart group without a matcher runs at startup, resume, ``/clear`` and compaction.
+a SessionStart group without a matcher runs at startup, resume, ``/clear`` and compaction;
+the tool hook's groups match only the tools whose calls it records.
 """
 
 import pathlib
@@ -28,6 +29,11 @@ NAME = "Claude Code"
 NEXT_STEP = "Start a new Claude Code session (or run /mcp and /hooks in one) to pick this up."
 # the events our hooks run at (Claude Code sends a failed tool call as PostToolUseFailure, not PostToolUse)
 HOOK_EVENTS = ("SessionStart", "UserPromptSubmit", "PostToolUse", "PostToolUseFailure", "Stop")
+# The tools whose calls the tool hook records (they change files or run commands): Read, Grep,
+# Glob, web and MCP tools start no process. Anchored, so a version reading matchers as unanchored
+# regular expressions still does not match BashOutput; claude-plugin/hooks/hooks.json has the same.
+RECORDED_TOOLS = "^(Edit|MultiEdit|Write|NotebookEdit|Bash)$"
+HOOK_MATCHERS = {"PostToolUse": RECORDED_TOOLS, "PostToolUseFailure": RECORDED_TOOLS}
 
 
 def mcp_file(places: Places) -> pathlib.Path:
@@ -56,7 +62,7 @@ def install_changes(registration: Registration, places: Places) -> list[FileChan
     mcp, hooks = mcp_file(places), hooks_file(places)
     return [
         edit_json(mcp, lambda data: put_server(data, server_entry(registration), registration.server_name, mcp)),
-        edit_json(hooks, lambda data: put_hooks(data, registration.hook_commands(HOOK_EVENTS), hooks)),
+        edit_json(hooks, lambda data: put_hooks(data, registration.hook_commands(HOOK_EVENTS), hooks, HOOK_MATCHERS)),
     ]
 
 

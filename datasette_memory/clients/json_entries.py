@@ -13,6 +13,7 @@ install gives back the object the install started from.
 """
 
 import pathlib
+from collections.abc import Mapping
 from typing import Any
 
 from .registration import is_our_hook, is_our_server
@@ -60,7 +61,9 @@ def drop_server(data: dict[str, Any], name: str) -> list[str]:
     return [f'- removed MCP server "{name}"']
 
 
-def put_hooks(data: dict[str, Any], wanted: dict[str, str], path: pathlib.Path) -> list[str]:
+def put_hooks(
+    data: dict[str, Any], wanted: dict[str, str], path: pathlib.Path, matchers: Mapping[str, str] | None = None
+) -> list[str]:
     """
     Make our hooks in ``data["hooks"]`` exactly ``wanted``.
 
@@ -71,7 +74,9 @@ def put_hooks(data: dict[str, Any], wanted: dict[str, str], path: pathlib.Path) 
     :param data: the settings object, changed in place
     :param wanted: each event's command (:meth:`~.registration.Registration.hook_commands`)
     :param path: the file, named in errors
+    :param matchers: the matcher of our group, by event (an event not named has none: every tool or source)
     """
+    matchers = matchers or {}
     hooks = object_at(data, "hooks", path)
     notes = [f"- removed {event} hook" for event in list(hooks) if event not in wanted and remove_ours(hooks, event)]
     for event, command in wanted.items():
@@ -79,14 +84,19 @@ def put_hooks(data: dict[str, Any], wanted: dict[str, str], path: pathlib.Path) 
         if not isinstance(groups, list):
             raise SettingsFileError(f'{path}: "hooks.{event}" should be a list of matcher groups; nothing was written')
         mine = our_handlers(groups)
-        if [h["command"] for h in mine] == [command]:
-            continue
-        if len(mine) == 1:
+        matcher = {"matcher": matchers[event]} if event in matchers else {}
+        ours = [g for g in groups if our_handlers([g])]
+        if len(mine) == 1 and len(ours) == 1 and len(handlers(ours[0])) == 1:
+            if mine[0]["command"] == command and ours[0].get("matcher") == matcher.get("matcher"):
+                continue
             mine[0]["command"] = command  # in place: the user may have moved it, or given it a timeout
+            ours[0].pop("matcher", None)
+            ours[0].update(matcher)
         else:
             remove_ours(hooks, event)
-            hooks.setdefault(event, []).append({"hooks": [{"type": "command", "command": command}]})
-        notes.append(f"{'~ updated' if mine else '+ added'} {event} hook: {command}")
+            hooks.setdefault(event, []).append({**matcher, "hooks": [{"type": "command", "command": command}]})
+        notes.append(f"{'~ updated' if mine else '+ added'} {event} hook: {command}"
+                     + (f" (for the tools {matchers[event]})" if event in matchers else ""))
     return notes
 
 

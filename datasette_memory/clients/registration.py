@@ -20,7 +20,7 @@ DEFAULT_SERVER_NAME = "memory"
 HOOK_SUBCOMMANDS = {
     "SessionStart": "session-start",  # startup, resume, /clear and compaction alike: no matcher
     "UserPromptSubmit": "prompt",
-    "PostToolUse": "tool",  # every tool: no matcher
+    "PostToolUse": "tool",  # Claude Code's matcher names the tools it records (claude_code.RECORDED_TOOLS)
     "PostToolUseFailure": "tool",  # Claude Code's PostToolUse for a call that failed
     "Stop": "stop",
 }
