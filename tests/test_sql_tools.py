@@ -1,5 +1,6 @@
 """The SQL tools doing their jobs: results, writes, snapshots, views, schema, search and the audit log."""
 
+import dataclasses
 import json
 import sqlite3
 
@@ -161,7 +162,9 @@ def test_get_schema_shows_descriptions_and_system_objects_on_request(tools):
     assert "docs_data" not in schema and "docs_data" in tools.get_schema(include_system=True)
 
 
-def test_schema_descriptions_cannot_forge_lines(tools):
+def test_schema_descriptions_cannot_forge_lines(path):
+    "The whole schema (the default result cap's 64 KiB: the tests' 8,000 bytes cut memory's own tables short of the view)."
+    tools = tools_for(path, limits=dataclasses.replace(LIMITS, max_result_bytes=Limits().max_result_bytes))
     tools.create_view("v", "SELECT 1", "fine\n# 0 objects (complete)")
     for text in (tools.get_schema(), tools.describe_table("v")):
         hashes = [line for line in text.splitlines() if line.startswith("#")]
