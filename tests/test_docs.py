@@ -69,7 +69,7 @@ def test_readme_is_a_newcomers_page():
 def test_readme_starts_with_the_two_commands():
     commands = [line.strip() for line in README.read_text().splitlines() if line.startswith("    ")][:2]
     assert commands == [
-        "python3 -m venv .venv && .venv/bin/pip install . && .venv/bin/datasette-memory serve",
+        "python3 -m venv .venv && .venv/bin/pip install -c requirements/lock.txt . && .venv/bin/datasette-memory serve",
         "bash tests/run",
     ]
 
