@@ -95,3 +95,14 @@ def page(browser):
     yield page
     context.close()
     assert errors == [], f"the page raised JavaScript errors: {errors}"
+
+
+@pytest.fixture
+def laptops(tmp_path):
+    "Three laptops' memory files, each sharing the project team (tests/test_sync.py's open_peer); closed after the test."
+    from .test_sync import open_peer
+
+    made = [open_peer(tmp_path / f"peer{i}.db") for i in range(3)]
+    yield made
+    for memory in made:
+        memory.close()

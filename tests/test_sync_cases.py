@@ -39,11 +39,8 @@ def ledger(memory):
 
 
 @pytest.fixture
-def peers(tmp_path):
-    made = [open_peer(tmp_path / f"peer{i}.db") for i in range(3)]
-    yield made
-    for memory in made:
-        memory.close()
+def peers(laptops):
+    return laptops
 
 
 @pytest.fixture

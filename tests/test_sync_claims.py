@@ -11,15 +11,7 @@ from datasette_memory.governed.claims import ClaimRejected
 from datasette_memory.sync.bundle import make_bundle, sync_bundle
 
 from .governance import issue_reviewer
-from .test_sync import LEXICAL, open_peer
-
-
-@pytest.fixture
-def laptops(tmp_path):
-    made = [open_peer(tmp_path / f"peer{i}.db") for i in range(3)]
-    yield made
-    for memory in made:
-        memory.close()
+from .test_sync import LEXICAL
 
 
 def test_a_rejection_on_one_laptop_blocks_the_value_on_every_other(tmp_path, laptops):

@@ -11,7 +11,7 @@ from datasette_memory.history.file_check import verify_file
 from datasette_memory.sync.bundle import make_bundle, sync_bundle
 
 from .governance import issue_reviewer
-from .test_sync import LEXICAL, open_peer
+from .test_sync import LEXICAL
 
 
 def facts_seen(memory):
@@ -29,14 +29,6 @@ def facts_seen(memory):
                                      "ORDER BY recorded_at, id", [id]).fetchall())
         seen.add((key, valid_to, retracted_at, ids.get(supersedes), ids.get(superseded_by), history))
     return frozenset(seen)
-
-
-@pytest.fixture
-def laptops(tmp_path):
-    made = [open_peer(tmp_path / f"peer{i}.db") for i in range(3)]
-    yield made
-    for memory in made:
-        memory.close()
 
 
 def everyone(laptops, bundle):
