@@ -25,7 +25,7 @@ import hypothesis.strategies as st
 import pytest
 from hypothesis import given, settings
 
-from datasette_memory import Memory
+from datasette_memory import Config, Memory, SearchSettings
 from datasette_memory.core.hook_kinds import ACTIVITY, CHECKPOINT_REMINDER, SESSION_START
 from datasette_memory.hooks.activity import parse
 
@@ -65,7 +65,9 @@ def stored(db_path, kind: str) -> list[dict]:
 def seed(tmp_path_factory):
     "A memory file with an entity and a change no checkpoint covers, made in an agent's session (so Stop records a reminder), copied per example."
     folder = tmp_path_factory.mktemp("seed")
-    memory = Memory.open(folder / "memory.db", project=PROJECT, actor="claude", session="mcp-seed")
+    # semantic arm off: its embedding thread's connection, closed later, would take the WAL away mid-copy
+    lexical = Config(search=SearchSettings(semantic=False))
+    memory = Memory.open(folder / "memory.db", project=PROJECT, actor="claude", session="mcp-seed", config=lexical)
     memory.create_entities([{"name": "auth-gateway", "entityType": "service", "observations": ["Listens on port 8443"]}])
     memory.append_event("moved the gateway to port 8443", kind="decision")
     memory.close()
