@@ -57,3 +57,9 @@ def test_in_a_browser_a_person_reads_the_sync_page(synced, page):
         expect(page.locator("table.memory-received")).to_contain_text(machine_a[:12])
         expect(page.locator("table.memory-received")).to_contain_text("create_entity checkout-api")
         screenshot(page, "sync-page")
+        # on a phone each row is a card and each line names its column
+        page.set_viewport_size({"width": 420, "height": 900})
+        labels = page.locator("table.memory-peers tbody td").evaluate_all(
+            "cells => cells.map(cell => getComputedStyle(cell, '::before').content)")
+        assert labels == ['"Peer"', '"Last synced"', '"That sync"', '"Waiting to go out"']
+        screenshot(page, "sync-page-narrow")
