@@ -12,7 +12,7 @@ import sqlite3
 from dataclasses import dataclass
 from typing import Any
 
-from . import plugins, witness
+from . import plugins, redacted, witness
 from .clock import now
 from .log_heads import GENESIS_HASH
 from .log_heads import file_machine as machine_id  # noqa: F401 (the file's machine id, as events record it: read here by others)
@@ -186,10 +186,11 @@ def verify_chain(conn: sqlite3.Connection) -> ChainStatus:
     """
     prev_hash = GENESIS_HASH
     count = 0
+    allowed = redacted.accepted(conn)
     rows = conn.execute(f"SELECT {', '.join(EVENT_COLUMNS)} FROM events ORDER BY id")
     for values in rows:
         event = dict(zip(EVENT_COLUMNS, values))
-        problem = event_problem(event, prev_hash)
+        problem = event_problem(event, prev_hash, allowed)
         if problem:
             return ChainStatus(False, count, prev_hash, event["id"], problem)
         prev_hash = event["hash"]
@@ -197,12 +198,18 @@ def verify_chain(conn: sqlite3.Connection) -> ChainStatus:
     return ChainStatus(True, count, prev_hash)
 
 
-def event_problem(event: dict[str, Any], prev_hash: str) -> str | None:
-    "Why ``event`` does not follow ``prev_hash``, or None if it does."
+def event_problem(event: dict[str, Any], prev_hash: str, redactions: frozenset[str] = frozenset()) -> str | None:
+    """
+    Why ``event`` does not follow ``prev_hash``, or None if it does.
+
+    :param redactions: the strings the redactions a file holds put in place
+        (:func:`.redacted.accepted`): a value holding one may differ from its digest
+    """
     if event["prev_hash"] != prev_hash:
         return "its prev_hash does not match the previous event (an event was deleted, inserted or reordered)"
     for side in ("old", "new"):
-        if event[side] is not None and digest(event[side]) != event[f"{side}_digest"]:
+        value = event[side]
+        if value is not None and digest(value) != event[f"{side}_digest"] and not redacted.holds_redaction(value, redactions):
             return f"its {side} value does not match its digest (the value was edited)"
     if event_hash(event) != event["hash"]:
         return "its hash does not match its contents (the event was edited)"
