@@ -23,19 +23,22 @@ from typing import Any, TypeVar
 
 from .config import Config
 from .core import checkpoints, evidence, ledger, witness
-from .core.database import connect, rehearsal
+from .core.database import connect, rehearsal, write_transaction
 from .core.errors import InvalidInput
 from .core.hook_kinds import HOOK_KINDS
 from .core.ledger import Caller, ChainStatus
 from .core.scope import Scope
 from .core.validation import DEFAULT_PROJECT, MAX_SUMMARY_BYTES, check_limit, check_name, check_project, check_text
+from .governed import redaction
 from .governed.gate import Reviewer, require_reviewer
 from .governed.statements import check_rationale
 from .governed.tier import GovernedTier
 from .graph import curation, mutations, paging, reads
 from .history import as_of as history_as_of, compare, diff, file_check, provenance
 from .search import memory_search, nodes
+from .sqltools.snapshots import list_snapshots, snapshot_folder
 from .vectors import background
+from .vectors.side_file import memory_file_path
 
 T = TypeVar("T")
 
@@ -469,3 +472,36 @@ class Memory:
         reason = check_rationale(reason, "reason")
         self.scope.refuse_secrets(reason=reason)
         return evidence.acknowledge(self.conn, caller, self.project, reason)
+
+    def redact(self, reviewer: Reviewer, text: Any, reason: Any, target: str, delete_older_copies: bool = False) -> dict[str, Any]:
+        """
+        A person redacts ``text`` (a leaked secret, say) from this project: from its
+        graph, every search index, the vector side file and every graph event's old
+        and new values (their digests stay, so the chain still verifies), recorded
+        as a ``redact`` event that syncs and that each peer applies on arrival. The
+        file is then rewritten so no free page keeps the text. Only a person can.
+
+        :param reviewer: issued by :func:`~datasette_memory.governed.gate.reviewer_for_request`
+        :param text: the text to remove, as stored (at least four characters)
+        :param reason: why, for whoever reads the ledger later
+        :param target: what the person redacted from: an entity's name, or ``event N``
+        :param delete_older_copies: delete the file's snapshots that still hold the text
+        :raises ReviewRequired: for anything but a reviewer the gate issued
+        :raises InvalidInput: if the text is too short, part of a name, or not stored in the project
+        :return: ``{event, strings, replaced, entities, embedded, file, remaining, older_copies}``
+        """
+        caller = require_reviewer(reviewer).caller
+        reason = check_rationale(reason, "reason")
+        self.scope.refuse_secrets(reason=reason)
+        text = redaction.checked_text(text)
+        if text in reason:
+            raise InvalidInput("reason: it holds the text being redacted; say why without it (nothing was changed)")
+        with write_transaction(self.conn):
+            done = redaction.redact(self.conn, caller, self.project, text, reason, target)
+        done["embedded"] = redaction.re_embed(self.conn, self.project, done["entities"])
+        done["file"] = redaction.purge(self.conn)
+        done["remaining"] = redaction.remaining(self.conn, text)
+        path = memory_file_path(self.conn)
+        copies = list_snapshots(snapshot_folder(path, self.config.snapshot_dir), path.stem) if path else []
+        done["older_copies"] = redaction.older_copies(copies, text, delete_older_copies)
+        return done

@@ -12,7 +12,7 @@ import json
 import sqlite3
 from typing import Any
 
-from . import evidence
+from . import evidence, redacted
 from .budget import json_bytes
 from .errors import InvalidInput
 from .ledger import EVENT_COLUMNS, GENESIS_HASH, Caller, append_event, event_dict, event_problem, head
@@ -241,9 +241,10 @@ def first_problem(conn: sqlite3.Connection, first_id: int, last_id: int) -> tupl
     """
     before = conn.execute("SELECT hash FROM events WHERE id < ? ORDER BY id DESC LIMIT 1", [first_id]).fetchone()
     prev_hash = before[0] if before else GENESIS_HASH
+    allowed = redacted.accepted(conn)
     for values in conn.execute(f"{SELECT_EVENTS} WHERE id BETWEEN ? AND ? ORDER BY id", [first_id, last_id]):
         event = dict(zip(EVENT_COLUMNS, values))
-        problem = event_problem(event, prev_hash)
+        problem = event_problem(event, prev_hash, allowed)
         if problem:
             return event["id"], problem
         prev_hash = event["hash"]

@@ -38,7 +38,7 @@ RECORDED_KINDS = frozenset({
     "create_entity", "add_observation", "delete_observation", "update_observation", "delete_entity",
     "create_relation", "delete_relation", "rename_entity", "merge_entity", "checkpoint",
     "propose_claim", "add_claim_evidence", "approve_claim", "reject_claim", "reopen_claim",
-    "record_fact", "supersede_fact", "invalidate_fact", "revalidate_fact", witness.ACKNOWLEDGE_KIND,
+    "record_fact", "supersede_fact", "invalidate_fact", "revalidate_fact", witness.ACKNOWLEDGE_KIND, redacted.KIND,
 })
 
 

@@ -818,3 +818,46 @@ def m013_sync(db: Database) -> None:
         );
         """,
     )
+
+
+
+def redactable(table: str, message: str, alternative: str, keys: tuple[str, ...]) -> str:
+    """
+    A trigger refusing every update of ``table`` but a redaction's (old and new
+    values given a redaction's mark, nothing else changed) and ``alternative``.
+    """
+    same = " AND ".join(f"new.{column} IS old.{column}" for column in keys + (
+        "machine", "clock", "ts", "actor", "session", "project", "kind", "target", "old_digest", "new_digest",
+        "prev_hash", "hash"))
+    return f"""
+        CREATE TRIGGER {table}_refuse_update BEFORE UPDATE ON {table}
+        WHEN NOT (({alternative}) OR ({same}
+            AND (new.old IS old.old OR instr(new.old, '[redacted ') > 0)
+            AND (new.new IS old.new OR instr(new.new, '[redacted ') > 0)))
+        BEGIN
+            SELECT RAISE(ABORT, '{message}');
+        END;
+    """
+
+
+@migrations()
+def m014_redaction(db: Database) -> None:
+    # Redaction (datasette_memory/governed/redaction.py): a person's redaction may
+    # replace an event's old and new values, own or foreign, by the same values with
+    # a text marked redacted; every other field (the digests and the hash among them)
+    # stays, and every other update is refused as before.
+    run_script(
+        db,
+        "DROP TRIGGER events_refuse_update;\nDROP TRIGGER memory_sync_events_refuse_update;\n"
+        + redactable("events", "the ledger is append-only: events cannot be updated", "0", ("id",))
+        + redactable(
+            "memory_sync_events", "foreign events are append-only: they cannot be updated",
+            # an opaque event becomes whole when its whole form arrives, with the same hash
+            "old.opaque = 1 AND new.opaque = 0 AND new.machine = old.machine AND new.clock = old.clock "
+            "AND new.hash = old.hash AND new.prev_hash = old.prev_hash",
+            ("opaque", "received_at", "received_from"),
+        )
+        # every check of a chain looks for redactions first: a lookup, not a scan
+        + "CREATE INDEX events_redactions ON events (kind) WHERE kind = 'redact';\n"
+        + "CREATE INDEX memory_sync_events_redactions ON memory_sync_events (kind) WHERE kind = 'redact';\n",
+    )

@@ -26,8 +26,8 @@ MARK_START = "[redacted "
 
 
 def mark(machine: str, clock: int) -> str:
-    "The text a redaction puts where the redacted text was."
-    return MARK.format(machine=machine, clock=clock)
+    "The text a redaction puts where the redacted text was (naming the redaction by its machine's first 12 characters and clock)."
+    return MARK.format(machine=machine[:12], clock=clock)
 
 
 def text_digest(text: str) -> str:
@@ -47,23 +47,22 @@ def replacements_of(value: str | None) -> dict[str, str]:
     return {k: v for k, v in found.items() if isinstance(k, str) and isinstance(v, str)}
 
 
-def known_replacements(conn: sqlite3.Connection, project: str | None = None) -> dict[str, str]:
-    "Every redaction this file holds (of ``project``, if given): ``{digest: replacement}``."
-    where = "kind = ? AND new IS NOT NULL" + (" AND project = ?" if project is not None else "")
-    params: list[Any] = [KIND] + ([project] if project is not None else [])
-    found: dict[str, str] = {}
+def known_replacements(conn: sqlite3.Connection) -> dict[str, dict[str, str]]:
+    "Every redaction this file holds, by project: ``{project: {digest: replacement}}``."
+    found: dict[str, dict[str, str]] = {}
     for table, extra in (("events", ""), ("memory_sync_events", " AND opaque = 0")):
-        for (value,) in conn.execute(f"SELECT new FROM {table} WHERE {where}{extra}", params):
-            found.update(replacements_of(value))
+        for project, value in conn.execute(f"SELECT project, new FROM {table} WHERE kind = 'redact' AND new IS NOT NULL{extra}"):
+            found.setdefault(project, {}).update(replacements_of(value))
     return found
 
 
 def accepted(conn: sqlite3.Connection) -> frozenset[str]:
     "The strings a redaction this file holds put in place: a value holding one may differ from its digest."
-    if conn.execute("SELECT 1 FROM events WHERE kind = ? LIMIT 1", [KIND]).fetchone() is None and \
-            conn.execute("SELECT 1 FROM memory_sync_events WHERE kind = ? LIMIT 1", [KIND]).fetchone() is None:
+    # the literal kind, so the partial indexes of redactions (migration m014) answer
+    if conn.execute("SELECT 1 FROM events WHERE kind = 'redact' LIMIT 1").fetchone() is None and \
+            conn.execute("SELECT 1 FROM memory_sync_events WHERE kind = 'redact' LIMIT 1").fetchone() is None:
         return frozenset()
-    return frozenset(known_replacements(conn).values())
+    return frozenset(text for replacements in known_replacements(conn).values() for text in replacements.values())
 
 
 def strings(value: Any) -> Iterable[str]:

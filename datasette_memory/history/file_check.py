@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..core import last_check, witness
+from ..core import last_check, redacted, witness
 from ..core.database import unknown_migrations
 from ..core.ledger import EVENT_COLUMNS, GENESIS_HASH, ChainStatus, event_problem, verify_chain
 from ..core.log_heads import as_problem
@@ -418,9 +418,10 @@ def ledger_chain_since(conn: sqlite3.Connection, anchor: int, anchor_hash: str, 
                                "found": "no such event" if row is None else f"hash {row[0][:12]}"})
         return
     prev_hash, expected_id, count = anchor_hash, anchor + 1, 0
+    allowed = redacted.accepted(conn)
     for values in conn.execute(f"SELECT {', '.join(EVENT_COLUMNS)} FROM events WHERE id > ? ORDER BY id", [anchor]):
         event = dict(zip(EVENT_COLUMNS, values))
-        problem = event_problem(event, prev_hash) or (None if event["id"] == expected_id else f"event {expected_id} is missing")
+        problem = event_problem(event, prev_hash, allowed) or (None if event["id"] == expected_id else f"event {expected_id} is missing")
         if problem:
             check.problems.append({"table": "events", "row": event["id"], "expected": "the next event of the chain", "found": problem})
             return

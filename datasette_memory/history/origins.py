@@ -11,6 +11,7 @@ event must name it.
 import sqlite3
 from typing import Any
 
+from ..core import redacted
 from ..core.ledger import EVENT_COLUMNS, event_problem
 from ..core.log_heads import GENESIS_HASH, file_machine
 
@@ -31,6 +32,7 @@ def origin_chains(conn: sqlite3.Connection) -> list[dict[str, Any]]:
     found = [{"machine": own, "own": True, "events": count, "opaque": 0, "head_clock": clock or 0,
               "head_hash": head or GENESIS_HASH, "ok": True, "problem": None}]
     current: dict[str, Any] | None = None
+    allowed = redacted.accepted(conn)
     for values in conn.execute(f"SELECT {', '.join(COLUMNS)} FROM memory_sync_events ORDER BY machine, clock"):
         event = dict(zip(COLUMNS, values))
         if current is None or current["machine"] != event["machine"]:
@@ -38,11 +40,11 @@ def origin_chains(conn: sqlite3.Connection) -> list[dict[str, Any]]:
                        "head_hash": GENESIS_HASH, "ok": True, "problem": None}
             found.append(current)
         if current["ok"]:
-            follow(current, event)
+            follow(current, event, allowed)
     return found
 
 
-def follow(chain: dict[str, Any], event: dict[str, Any]) -> None:
+def follow(chain: dict[str, Any], event: dict[str, Any], allowed: frozenset[str] = frozenset()) -> None:
     "Extend ``chain`` with ``event``, or mark where it breaks."
     problem: str | None
     if event["clock"] != chain["head_clock"] + 1:
@@ -50,7 +52,7 @@ def follow(chain: dict[str, Any], event: dict[str, Any]) -> None:
     elif event["opaque"]:
         problem = None if event["prev_hash"] == chain["head_hash"] else "its prev_hash does not match the event before it"
     else:
-        problem = event_problem({**event, "id": None}, chain["head_hash"])
+        problem = event_problem({**event, "id": None}, chain["head_hash"], allowed)
     if problem:
         chain.update(ok=False, problem=f"event {event['clock']}: {problem}")
         return

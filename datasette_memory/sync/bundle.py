@@ -12,7 +12,9 @@ import sqlite3
 from typing import Any
 
 from ..memory import Memory
-from .events import NO_END, WIRE_FIELDS, SyncRefused, holdings, opaque
+from ..core import redacted
+from ..core.ledger import canonical
+from .events import NO_END, WIRE_FIELDS, SyncRefused, graph_kinds_sql, holdings, opaque
 from .exchange import SyncReport, apply_pending, record_peer, take, to_send
 
 FORMAT = "datasette-memory sync bundle 1"
@@ -105,6 +107,37 @@ def write_events(bundle: sqlite3.Connection, events: list[dict[str, Any]]) -> No
         raise
 
 
+def redact_held(bundle: sqlite3.Connection, by_project: dict[str, dict[str, str]]) -> int:
+    """
+    Rewrite the bundle's copies of events holding a text a redaction removed (the
+    bundle held them before the redaction reached it), then the file, so no page
+    of it keeps the text.
+
+    :param by_project: the redactions the memory file holds (:func:`~..core.redacted.known_replacements`)
+    :return: how many events were rewritten
+    """
+    changed = []
+    for project, replacements in by_project.items():
+        rows = bundle.execute(
+            f"SELECT machine, clock, old, new FROM bundle_events WHERE project = ? AND opaque = 0 "
+            f"AND kind IN ({graph_kinds_sql()})", [project]
+        ).fetchall()
+        for machine, clock, old, new in rows:
+            values = [redacted.redacted_text(value, replacements, canonical) for value in (old, new)]
+            if values != [None, None]:
+                changed.append([values[0] or old, values[1] or new, machine, clock])
+    if changed:
+        bundle.execute("BEGIN IMMEDIATE")
+        try:
+            bundle.executemany("UPDATE bundle_events SET old = ?, new = ? WHERE machine = ? AND clock = ?", changed)
+            bundle.execute("COMMIT")
+        except BaseException:
+            bundle.execute("ROLLBACK")
+            raise
+        bundle.execute("VACUUM")
+    return len(changed)
+
+
 def make_bundle(memory: Memory, path: pathlib.Path, only: str | None = None) -> int:
     """
     Write a new bundle at ``path`` holding what this file shares (and opaque links of the rest).
@@ -138,6 +171,7 @@ def sync_bundle(memory: Memory, path: pathlib.Path, only: str | None = None) -> 
         sending = to_send(memory.conn, bundle_holdings(bundle), only)
         write_events(bundle, sending)
         report.sent = len(sending)
+        redact_held(bundle, redacted.known_replacements(memory.conn) if redacted.accepted(memory.conn) else {})
     finally:
         bundle.close()
     record_peer(memory, report)

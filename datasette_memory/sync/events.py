@@ -16,10 +16,12 @@ import sqlite3
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from ..core import redacted
 from ..core.clock import now
 from ..core.errors import MemoryStoreError
-from ..core.ledger import HASHED_FIELDS, event_problem
+from ..core.ledger import HASHED_FIELDS, canonical, event_problem
 from ..core.log_heads import GENESIS_HASH, file_machine
+from ..governed import redaction
 from ..history.replay import GRAPH_KINDS
 
 # The kinds whose events sync: the graph's, applied by replay on every peer, and a claim's proposal
@@ -29,7 +31,9 @@ GRAPH_SYNCED = frozenset(GRAPH_KINDS)
 CLAIM_SYNCED = frozenset({"propose_claim", "reject_claim", "reopen_claim"})
 # a fact and each change to its validity; their echoes travel whole too (see sync/fact_sync.py)
 FACT_SYNCED = frozenset({"record_fact", "supersede_fact", "invalidate_fact", "revalidate_fact"})
-SYNCED_KINDS = GRAPH_SYNCED | CLAIM_SYNCED | FACT_SYNCED
+# a person's redaction, applied by every peer it reaches (see governed/redaction.py)
+REDACTION_SYNCED = frozenset({redacted.KIND})
+SYNCED_KINDS = GRAPH_SYNCED | CLAIM_SYNCED | FACT_SYNCED | REDACTION_SYNCED
 WIRE_FIELDS = HASHED_FIELDS + ("old", "new", "hash")
 OPAQUE_FIELDS = ("machine", "clock", "prev_hash", "hash")
 NO_END = 2**62  # a clock past every clock, for a range with no end
@@ -175,13 +179,41 @@ def receive(conn: sqlite3.Connection, items: Iterable[Any], source: str) -> list
     own = file_machine(conn)
     taken: list[dict[str, Any]] = []
     received_at = now()
+    redactions = Redactions(conn, [event for events in by_machine.values() for event in events])
     for machine, events in by_machine.items():
         events.sort(key=lambda event: event["clock"])
         if machine == own:
             check_own(conn, events)
         else:
-            taken += receive_origin(conn, machine, events, received_at, source)
+            taken += receive_origin(conn, machine, events, received_at, source, redactions)
+    for event in taken:
+        if event["kind"] == redacted.KIND and not event["opaque"]:
+            redaction.apply(conn, event["project"], redacted.replacements_of(event["new"]))
     return taken
+
+
+class Redactions:
+    """
+    The redactions a peer knows while it takes a sync: those it holds and those the
+    sync brings. A whole event arriving is checked against what they put in place
+    (its value may be a redacted one), then held redacted by them, so a copy that
+    still holds a redacted text never lands here, whenever and from whom it arrives.
+    """
+
+    def __init__(self, conn: sqlite3.Connection, arriving: list[dict[str, Any]]):
+        self.by_project = redacted.known_replacements(conn) if redacted.accepted(conn) else {}
+        for event in arriving:
+            if event["kind"] == redacted.KIND and not event["opaque"]:
+                self.by_project.setdefault(event["project"], {}).update(redacted.replacements_of(event["new"]))
+        self.accepted = frozenset(text for replacements in self.by_project.values() for text in replacements.values())
+
+    def held(self, event: dict[str, Any]) -> dict[str, Any]:
+        "``event`` as it is held here: its graph values with every text a redaction of its project removed replaced."
+        replacements = self.by_project.get(event["project"])
+        if event["opaque"] or not replacements or event["kind"] not in GRAPH_SYNCED:
+            return event
+        values = {side: redacted.redacted_text(event[side], replacements, canonical) for side in ("old", "new")}
+        return {**event, **{side: value for side, value in values.items() if value is not None}}
 
 
 def check_own(conn: sqlite3.Connection, events: list[dict[str, Any]]) -> None:
@@ -207,7 +239,7 @@ def fork_message(event: dict[str, Any], holder: str) -> str:
 
 
 def receive_origin(conn: sqlite3.Connection, machine: str, events: list[dict[str, Any]], received_at: str,
-                   source: str) -> list[dict[str, Any]]:
+                   source: str, redactions: "Redactions") -> list[dict[str, Any]]:
     "One other origin's events, in clock order: those held compared, new ones checked as the chain's continuation."
     head = conn.execute(
         "SELECT clock, hash FROM memory_sync_events WHERE machine = ? ORDER BY clock DESC LIMIT 1", [machine]
@@ -215,7 +247,7 @@ def receive_origin(conn: sqlite3.Connection, machine: str, events: list[dict[str
     taken = []
     for event in events:
         if event["clock"] <= head[0]:
-            if upgrade(conn, event, received_at, source):
+            if upgrade(conn, event, received_at, source, redactions):
                 taken.append(event)
             continue
         if event["clock"] != head[0] + 1 or event["prev_hash"] != head[1]:
@@ -223,23 +255,23 @@ def receive_origin(conn: sqlite3.Connection, machine: str, events: list[dict[str
                 f"the peer's event {event['clock']} of machine {machine} does not follow the {head[0]} this file holds "
                 f"of that machine (a gap or a broken link in its chain); nothing was changed"
             )
-        whole_problem(event)
-        conn.execute(INSERT_FOREIGN, {**event, "received_at": received_at, "received_from": source})
+        whole_problem(event, redactions.accepted)
+        conn.execute(INSERT_FOREIGN, {**redactions.held(event), "received_at": received_at, "received_from": source})
         head = (event["clock"], event["hash"])
         taken.append(event)
     return taken
 
 
-def whole_problem(event: dict[str, Any]) -> None:
-    "Refuse a whole event whose values, digests and hash do not agree."
+def whole_problem(event: dict[str, Any], accepted: frozenset[str]) -> None:
+    "Refuse a whole event whose values, digests and hash do not agree (a value a known redaction produced may differ)."
     if event["opaque"]:
         return
-    problem = event_problem(event, event["prev_hash"])
+    problem = event_problem(event, event["prev_hash"], accepted)
     if problem:
         raise SyncRefused(f"the peer's event {event['clock']} of machine {event['machine']}: {problem}; nothing was changed")
 
 
-def upgrade(conn: sqlite3.Connection, event: dict[str, Any], received_at: str, source: str) -> bool:
+def upgrade(conn: sqlite3.Connection, event: dict[str, Any], received_at: str, source: str, redactions: Redactions) -> bool:
     "An event already held: the same hash or a fork; held opaque and now whole, it becomes whole. True if it did."
     held = conn.execute(
         "SELECT hash, prev_hash, opaque FROM memory_sync_events WHERE machine = ? AND clock = ?", [event["machine"], event["clock"]]
@@ -248,12 +280,12 @@ def upgrade(conn: sqlite3.Connection, event: dict[str, Any], received_at: str, s
         raise SyncRefused(fork_message(event, "this file"))
     if not held[2] or event["opaque"]:
         return False
-    whole_problem(event)
+    whole_problem(event, redactions.accepted)
     assignments = ", ".join(f"{field} = :{field}" for field in WIRE_FIELDS if field not in OPAQUE_FIELDS)
     conn.execute(
         f"UPDATE memory_sync_events SET {assignments}, opaque = 0, received_at = :received_at, received_from = :received_from "
         "WHERE machine = :machine AND clock = :clock",
-        {**event, "received_at": received_at, "received_from": source},
+        {**redactions.held(event), "received_at": received_at, "received_from": source},
     )
     return True
 

@@ -11,8 +11,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..core import redacted
 from ..core.clock import now
 from ..core.ledger import Caller
+from ..governed import redaction
 from ..memory import Memory
 from .converge import converge
 from .events import FACT_SYNCED, GRAPH_SYNCED, outgoing, receive
@@ -61,13 +63,23 @@ def take(memory: Memory, items: Iterable[Any], peer: str) -> int:
     :return: how many events were newly held or made whole
     """
 
-    def hold(conn: sqlite3.Connection, caller: Caller, project: str) -> int:
+    def hold(conn: sqlite3.Connection, caller: Caller, project: str) -> list[dict[str, Any]]:
         taken = receive(conn, items, peer)
         projects = sorted({event["project"] for event in taken if not event["opaque"] and event["kind"] in GRAPH_SYNCED | FACT_SYNCED})
         conn.executemany("INSERT OR IGNORE INTO memory_sync_pending (project) VALUES (?)", [[p] for p in projects])
-        return len(taken)
+        return taken
 
-    return sync_caller(memory, peer).scope.write(hold)
+    taken = sync_caller(memory, peer).scope.write(hold)
+    redactions = [event for event in taken if event["kind"] == redacted.KIND and not event["opaque"]]
+    if redactions:
+        # a redaction arrived and was applied: its text leaves the vectors and every free page too
+        for project in sorted({event["project"] for event in redactions}):
+            names = sorted({name for name, in memory.conn.execute(
+                "SELECT e.name FROM entities e JOIN observations o ON o.entity_id = e.id "
+                "WHERE e.project = ? AND instr(o.content, '[redacted ')", [project])})
+            redaction.re_embed(memory.conn, project, names)
+        redaction.purge(memory.conn)
+    return len(taken)
 
 
 def apply_pending(memory: Memory, peer: str, only: str | None = None) -> SyncReport:

@@ -1,0 +1,217 @@
+"""
+Redaction: a person removes a leaked secret from every copy memory keeps, on this machine and on every peer a
+sync reaches (through a bundle and a real hub), while every file still verifies.
+
+The secret is looked for in the raw bytes of every file: each peer's memory file and its write-ahead log, the
+hub's, the bundle, a stale bundle made before the redaction, the vector side file, snapshots before and after.
+"""
+
+import json
+import pathlib
+import shutil
+import sqlite3
+
+import pytest
+
+from datasette_memory import Memory
+from datasette_memory.core.errors import InvalidInput
+from datasette_memory.governed.gate import ReviewRequired
+from datasette_memory.history.file_check import verify_file
+from datasette_memory.sqltools.snapshots import MANUAL, snapshot_folder, take_snapshot
+from datasette_memory.sync.bundle import make_bundle, sync_bundle
+from datasette_memory.sync.hub import sync_hub
+
+from .governance import issue_reviewer
+from .test_sync import LEXICAL, Hub, chains, graph
+
+SECRET = "sk-live-PLAINLY-LEAKED-4f9a2c"
+REASON = "a live API key pasted by an agent"
+
+
+def holds_secret(path: pathlib.Path) -> list[str]:
+    "The files of ``path`` (itself, its -wal and -journal) whose bytes hold the secret, in any case."
+    found = []
+    for file in (path, pathlib.Path(f"{path}-wal"), pathlib.Path(f"{path}-journal")):
+        if file.exists():
+            data = file.read_bytes()
+            if SECRET.encode() in data or SECRET.lower().encode() in data:
+                found.append(file.name)
+    return found
+
+
+def leak(memory: Memory) -> None:
+    "Store the secret the ways an agent could: in an observation kept, one deleted, one edited away, an entity deleted."
+    memory.create_entities([{"name": "payments", "entityType": "service",
+                             "observations": [f"calls the processor with {SECRET} in the header", "owned by team billing"]}])
+    memory.add_observations([{"entityName": "payments", "contents": [f"key {SECRET} rotates monthly"]}])
+    memory.delete_observations([{"entityName": "payments", "observations": [f"key {SECRET} rotates monthly"]}])
+    memory.create_entities([{"name": "scratch", "entityType": "note", "observations": [f"{SECRET}"]}])
+    memory.delete_entities(["scratch"])
+
+
+def redacted_observation(memory: Memory) -> str:
+    (entity,) = memory.open_nodes(["payments"])["entities"]
+    return entity["observations"][0]
+
+
+def test_a_redaction_removes_the_text_from_the_file_and_the_file_still_verifies(tmp_path):
+    path = tmp_path / "memory.db"
+    memory = Memory.open(path, project="team", config=LEXICAL, allow_secrets=True)
+    leak(memory)
+    before = take_snapshot(path, snapshot_folder(path), MANUAL)
+    assert memory.search_nodes("processor")["entities"]
+
+    done = memory.redact(issue_reviewer(), SECRET, REASON, "payments")
+
+    assert done["strings"] == 3 and done["replaced"]["observations"] == 1
+    assert done["file"] == {"vacuumed": True, "log_truncated": True}
+    assert done["remaining"] == []
+    assert done["older_copies"] == [{"path": str(before), "bytes": before.stat().st_size, "deleted": False}]
+    mark = f"[redacted {done['machine'][:12]}#{done['clock']}]"
+    assert redacted_observation(memory) == f"calls the processor with {mark} in the header"
+    # no search finds it: the word index, the trigram index, the deleted-words index
+    for query in (SECRET, "sk-live", "PLAINLY", "4f9a2c"):
+        assert memory.search_nodes(query)["entities"] == [], query
+    assert memory.search_nodes("processor")["entities"][0]["name"] == "payments"
+    # every event keeps its digests and hash; the redaction is an event of the person's
+    event = memory.conn.execute("SELECT actor, kind, target, new FROM events WHERE id = ?", [done["event"]]).fetchone()
+    assert event[:3] == ("alice", "redact", "payments") and json.loads(event[3])["reason"] == REASON
+    assert SECRET not in event[3]
+    # ordinary writes after it; then the file verifies, and holds the secret nowhere
+    memory.add_observations([{"entityName": "payments", "contents": ["retries twice"]}])
+    after = take_snapshot(path, snapshot_folder(path), MANUAL)
+    memory.close()
+    assert verify_file(path)["ok"]
+    assert holds_secret(path) == [] and holds_secret(after) == []
+    assert holds_secret(before) == [before.name]  # listed above, kept as the person did not ask
+
+
+def test_older_snapshots_that_hold_it_are_deleted_when_the_person_asks(tmp_path):
+    path = tmp_path / "memory.db"
+    memory = Memory.open(path, project="team", config=LEXICAL, allow_secrets=True)
+    leak(memory)
+    before = take_snapshot(path, snapshot_folder(path), MANUAL)
+    done = memory.redact(issue_reviewer(), SECRET, REASON, "payments", delete_older_copies=True)
+    assert done["older_copies"] == [{"path": str(before), "bytes": done["older_copies"][0]["bytes"], "deleted": True}]
+    assert not before.exists()
+    memory.close()
+
+
+def test_a_tampered_redacted_value_is_still_an_edit(tmp_path):
+    path = tmp_path / "memory.db"
+    memory = Memory.open(path, project="team", config=LEXICAL, allow_secrets=True)
+    leak(memory)
+    done = memory.redact(issue_reviewer(), SECRET, REASON, "payments")
+    memory.close()
+    conn = sqlite3.connect(path)
+    # the trigger refuses an edit that is not a redaction's
+    with pytest.raises(sqlite3.IntegrityError, match="append-only"):
+        conn.execute("UPDATE events SET new = '\"something else\"' WHERE id = 1")
+    # a direct writer that drops it: the value no longer holds the redaction's string, and verify says so
+    conn.execute("DROP TRIGGER events_refuse_update")
+    conn.execute("UPDATE events SET new = replace(new, 'in the header', 'in the body [redacted ') WHERE id = 1")
+    conn.commit()
+    conn.close()
+    found = verify_file(path)
+    assert not found["ok"]
+    chain = next(check for check in found["checks"] if check["check"] == "ledger chain")
+    assert chain["problems"][0]["row"] == 1 and "new value does not match its digest" in chain["problems"][0]["found"]
+    assert done["event"] > 1
+
+
+@pytest.mark.parametrize("text, reason, said", [
+    ("sk-", REASON, "would match too much"),
+    ("never stored anywhere", REASON, "stored nowhere in project team"),
+    ("payments", REASON, "part of a name"),
+    (SECRET, f"it was {SECRET}", "holds the text being redacted"),
+    (SECRET, "", "reason"),
+    (None, REASON, "give the text to redact"),
+])
+def test_a_redaction_that_cannot_be_done_says_why_and_changes_nothing(tmp_path, text, reason, said):
+    memory = Memory.open(tmp_path / "memory.db", project="team", config=LEXICAL, allow_secrets=True)
+    leak(memory)
+    before = memory.conn.execute("SELECT count(*), max(hash) FROM events").fetchone()
+    with pytest.raises(InvalidInput, match=said):
+        memory.redact(issue_reviewer(), text, reason, "payments")
+    assert memory.conn.execute("SELECT count(*), max(hash) FROM events").fetchone() == before
+    assert SECRET in redacted_observation(memory)
+    memory.close()
+
+
+def test_only_a_person_redacts(tmp_path):
+    memory = Memory.open(tmp_path / "memory.db", project="team", config=LEXICAL, allow_secrets=True)
+    leak(memory)
+    with pytest.raises(ReviewRequired):
+        memory.redact("alice", SECRET, REASON, "payments")
+    assert SECRET in redacted_observation(memory)
+    memory.close()
+
+
+def test_a_redaction_reaches_every_peer_and_a_stale_copy_cannot_bring_it_back(tmp_path, laptops):
+    a, b, c = laptops
+    a.scope.allow_secrets = True
+    (tmp_path / "hub").mkdir()
+    hub = Hub(tmp_path / "hub")
+    try:
+        bundle = tmp_path / "a-b.bundle"
+        leak(a)
+        make_bundle(a, bundle)
+        sync_bundle(b, bundle)
+        sync_hub(b, hub.url, hub.token)
+        sync_hub(c, hub.url, hub.token)
+        assert SECRET in redacted_observation(c)
+        stale = tmp_path / "stale.bundle"
+        shutil.copy(bundle, stale)  # a copy made before the redaction, passed around later
+
+        done = a.redact(issue_reviewer(), SECRET, REASON, "payments")
+        sync_bundle(a, bundle)
+        sync_bundle(b, bundle)
+        sync_hub(b, hub.url, hub.token)
+        sync_hub(c, hub.url, hub.token)
+        sync_bundle(c, stale)  # c takes the old copies: they are held redacted, and the stale bundle is rewritten
+        sync_hub(a, hub.url, hub.token)
+
+        mark = f"[redacted {done['machine'][:12]}#{done['clock']}]"
+        for memory in (a, b, c):
+            assert redacted_observation(memory) == f"calls the processor with {mark} in the header"
+            assert memory.search_nodes(SECRET)["entities"] == []
+        assert graph(a) == graph(b) == graph(c)
+        assert chains(a) == chains(b) == chains(c)
+        files = [pathlib.Path(memory.conn.execute("PRAGMA database_list").fetchone()[2]) for memory in (a, b, c)]
+        for memory in (a, b, c):
+            memory.close()
+        for path in files:
+            assert holds_secret(path) == [], path
+            found = verify_file(path)
+            assert found["ok"], [check for check in found["checks"] if not check["ok"]]
+            origins = next(check for check in found["checks"] if check["check"] == "origins")
+            assert "broken" not in origins["detail"]
+        assert holds_secret(bundle) == [] and holds_secret(stale) == []
+    finally:
+        hub.stop()
+    assert holds_secret(hub.db) == []
+    assert verify_file(hub.db)["ok"]
+
+
+def test_the_vector_side_file_embeds_the_redacted_text_afterwards(tmp_path, semantic):
+    from datasette_memory.vectors.entity_texts import entity_texts
+    from datasette_memory.vectors.side_file import side_file, side_file_path_for
+
+    path = tmp_path / "memory.db"
+    memory = Memory.open(path, project="team", allow_secrets=True)
+    leak(memory)
+    assert memory.wait_for_semantic_index(timeout=120)
+
+    def stored_digest():
+        with side_file(memory.conn) as side:
+            return side.execute("SELECT digest FROM entity_digests WHERE name = 'payments'").fetchone()[0]
+
+    before = stored_digest()
+    done = memory.redact(issue_reviewer(), SECRET, REASON, "payments")
+    assert done["embedded"] == 1
+    (now,) = entity_texts(memory.conn, "project = ? AND name = ?", ["team", "payments"])
+    assert stored_digest() == now.digest != before  # the vector is the redacted text's
+    assert memory.wait_for_semantic_index(timeout=120)
+    memory.close()
+    assert holds_secret(path) == [] and holds_secret(side_file_path_for(path)) == []
+    assert verify_file(path)["ok"]
