@@ -104,6 +104,35 @@ def gather(conn: sqlite3.Connection, project: str, text: str, mark: str) -> dict
     return found
 
 
+def preview(conn: sqlite3.Connection, project: str, text: str) -> dict[str, Any]:
+    """
+    What redacting ``text`` from ``project`` would change, read only: ``{strings,
+    observations, events, foreign_events, entities}``, or :class:`InvalidInput`
+    saying why it cannot be done (as :func:`redact` would).
+    """
+    text = checked_text(text)
+    names = in_names(conn, project, text)
+    if names:
+        raise InvalidInput(f"the text is part of a name in project {project} ({', '.join(names)}): names key the ledger's "
+                           "events and cannot be redacted; rename the entity first, then redact the text from its observations")
+    found = gather(conn, project, text, "")
+    if not found:
+        raise InvalidInput(f"the text is stored nowhere in project {project}'s graph or its events")
+    needle = json.dumps(text, ensure_ascii=False)[1:-1]
+    counts = {}
+    for key, table, whole in (("events", "events", ""), ("foreign_events", "memory_sync_events", " AND opaque = 0")):
+        (counts[key],) = conn.execute(
+            f"SELECT count(*) FROM {table} WHERE project = :p AND kind IN ({GRAPH_KINDS_SQL}){whole} "
+            "AND (instr(old, :t) OR instr(new, :t))", {"p": project, "t": needle}).fetchone()
+    entities = [name for (name,) in conn.execute(
+        "SELECT DISTINCT e.name FROM observations o JOIN entities e ON e.id = o.entity_id WHERE e.project = ? "
+        "AND instr(o.content, ?) ORDER BY e.name", [project, text])]
+    (observations,) = conn.execute(
+        "SELECT count(*) FROM observations o JOIN entities e ON e.id = o.entity_id WHERE e.project = ? AND instr(o.content, ?)",
+        [project, text]).fetchone()
+    return {"strings": len(found), "observations": observations, **counts, "entities": entities}
+
+
 def redact(conn: sqlite3.Connection, caller: Caller, project: str, text: str, reason: str, target: str) -> dict[str, Any]:
     """
     Redact ``text`` from ``project``, inside the caller's write transaction: the
@@ -116,18 +145,12 @@ def redact(conn: sqlite3.Connection, caller: Caller, project: str, text: str, re
     :raises InvalidInput: if the text is in a name, or nowhere in the project
     :return: ``{event, replaced, entities, strings}``
     """
-    text = checked_text(text)
-    names = in_names(conn, project, text)
-    if names:
-        raise InvalidInput(
-            f"the text is part of a name in project {project} ({', '.join(names)}): names key the ledger's "
-            "events and cannot be redacted; rename the entity first, then redact the text from its "
-            "observations; nothing was changed"
-        )
+    try:
+        preview(conn, project, text)
+    except InvalidInput as e:
+        raise InvalidInput(f"{e}; nothing was changed") from None
     machine, clock, _ = conn.execute(NEXT_EVENT).fetchone()
     replacements = gather(conn, project, text, redacted.mark(machine, clock))
-    if not replacements:
-        raise InvalidInput(f"the text is stored nowhere in project {project}'s graph or its events; nothing was changed")
     event = append_event(conn, caller, project, redacted.KIND, target, new={"reason": reason, "replacements": replacements})
     return {"event": event["id"], "machine": machine, "clock": clock, "strings": len(replacements),
             **apply(conn, project, replacements)}

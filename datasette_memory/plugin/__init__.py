@@ -13,6 +13,7 @@ from .ledger_routes import register_ledger_routes
 from .mcp_http import check_mcp_tools, register_mcp_routes, stop_mcp
 from .overview_routes import menu_links, register_overview_routes
 from .permissions import deny_writes_to_memory_tables, explain_refused_writes
+from .redaction_routes import register_redaction_routes
 from .review_forms import register_events
 from .review_routes import register_review_routes
 from .search_routes import register_search_routes
@@ -38,6 +39,7 @@ __all__ = [
     "prepare_jinja2_environment",
     "register_curation_events",
     "register_entity_routes",
+    "register_redaction_routes",
     "register_person_actions",
     "register_governance_routes",
     "register_integrity_routes",

@@ -16,7 +16,7 @@ from markupsafe import Markup
 
 from ..governed import about
 from ..governed.gate import holds
-from ..governed.person_actions import CURATE_ACTION
+from ..governed.person_actions import APPROVE_ACTION, CURATE_ACTION
 from ..graph import entity_view
 from . import curation_forms
 from .connection import call_memory, memory_database_name
@@ -75,7 +75,8 @@ async def entity_page(datasette: Any, request: Any) -> Response:
     if now_called is not None and now_called != name:
         return Response.redirect(entity_path(datasette, project, now_called, json=wants_json(request), moment=moment))
     data = await call_memory(datasette, lambda memory: read_entity(memory, name, moment), project=project)
-    data = {"project": project, **data, "may_curate": moment is None and await holds(datasette, request, CURATE_ACTION)}
+    data = {"project": project, **data, "may_curate": moment is None and await holds(datasette, request, CURATE_ACTION),
+            "may_redact": moment is None and await holds(datasette, request, APPROVE_ACTION)}
     if moment is not None:
         data["as_of"] = moment
     if not wants_json(request):
