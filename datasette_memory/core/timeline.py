@@ -8,7 +8,9 @@ the ledger being append-only, carry on from an earlier count (:class:`DayCounts`
 
 Each event is described with what a person reads (``about``, ``text``,
 ``diff``, ``changes``) next to its full stored values, so a page and its JSON
-twin carry the same thing.
+twin carry the same thing; and with its ``origin``: this machine, or a sync
+that applied other machines' events here (an echo, listed in
+``memory_sync_derived``), with the foreign events that made the same change.
 """
 
 import dataclasses
@@ -22,6 +24,7 @@ from typing import Any
 from .clock import format_time, parse_time
 from .errors import InvalidInput
 from .ledger import EVENT_COLUMNS, event_dict
+from .log_heads import file_machine
 from .validation import check_limit, check_name, check_text
 
 DEFAULT_PAGE = 100
@@ -58,6 +61,17 @@ STATEMENT = ("subject", "predicate", "object")
 # two names changed into each other never interleave; runs of spaces; runs of other marks
 TOKEN = re.compile(r"\w+(?:[-./:@]\w+)*|\s+|[^\w\s]+")
 ITEM_TARGET = re.compile(r"(claim|fact):(\d+)")
+# a sync writes its echoes with actor ``sync`` and this session (datasette_memory/sync/exchange.py, sync_caller);
+# ``share`` applies held events as the peer ``share``
+SYNC_ACTOR = "sync"
+SYNC_SESSION = "sync with "
+SHARE_PEER = "share"
+OWN_EVENT = "machine = (SELECT value FROM memory_meta WHERE key = 'machine_id') AND id NOT IN (SELECT event_id FROM memory_sync_derived)"
+ECHO_EVENT = "id IN (SELECT event_id FROM memory_sync_derived)"
+# foreign events of one kind read, newest arrivals first, to find those an echo applied: a page stays cheap
+# on a file holding many; an echo whose events arrived before these says only which sync applied it
+SOURCES_SCANNED = 5000
+SOURCE_COLUMNS = ("machine", "clock", "ts", "actor", "target", "old_digest", "new_digest", "received_from", "received_at")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -72,6 +86,8 @@ class Filters:
     :param since: events at or after this time (stored format)
     :param until: events at or before this time (stored format)
     :param text: events whose target or values contain this text, ignoring case (lower case)
+    :param origin: ``here`` (this machine's own events), ``sync`` (those a sync wrote to apply other
+        machines' events) or ``sync:PEER`` (those a sync with PEER wrote)
     """
 
     project: str
@@ -81,6 +97,7 @@ class Filters:
     since: str | None = None
     until: str | None = None
     text: str | None = None
+    origin: str | None = None
 
     def condition(self) -> tuple[str, dict[str, Any]]:
         "The SQL condition on ``events`` these filters make, and its parameters."
@@ -96,7 +113,14 @@ class Filters:
             clauses.append(ENTITY_MATCH)
         if self.text is not None:
             clauses.append(TEXT_MATCH)
-        return " AND ".join(clauses), dataclasses.asdict(self)
+        if self.origin == "here":
+            clauses.append(OWN_EVENT)
+        elif self.origin is not None:
+            clauses.append(ECHO_EVENT)
+        peer = self.origin[len("sync:"):] if self.origin and self.origin.startswith("sync:") else None
+        if peer is not None:
+            clauses.append("actor = :sync_actor AND session = :sync_session")
+        return " AND ".join(clauses), {**dataclasses.asdict(self), "sync_actor": SYNC_ACTOR, "sync_session": SYNC_SESSION + (peer or "")}
 
 
 def filters(
@@ -107,6 +131,7 @@ def filters(
     since: str | None = None,
     until: str | None = None,
     text: str | None = None,
+    origin: str | None = None,
 ) -> Filters:
     """
     Check and normalize a timeline's filters; an empty one is no filter.
@@ -118,7 +143,9 @@ def filters(
     :param since: the ``from`` filter: an ISO 8601 date or time
     :param until: the ``to`` filter: an ISO 8601 date (that whole day is included) or time
     :param text: words the event's target or values contain, ignoring case (the hooks' activity is found this way)
-    :raises InvalidInput: naming ``from`` or ``to`` for a malformed time, or a range that ends before it starts
+    :param origin: ``here``, ``sync`` or ``sync:PEER`` (see :class:`Filters`)
+    :raises InvalidInput: naming ``from`` or ``to`` for a malformed time, or a range that ends before it starts;
+        naming ``origin`` for an origin that is none of those
     """
     chosen = Filters(
         project,
@@ -128,10 +155,20 @@ def filters(
         since=parse_time(since, "from") if since else None,
         until=end_of(until) if until else None,
         text=check_text(text, "text", max_bytes=MAX_TEXT_BYTES).strip().lower() or None if text else None,
+        origin=check_origin(origin) if origin else None,
     )
     if chosen.since and chosen.until and chosen.until < chosen.since:
         raise InvalidInput(f"to: {until!r} is before from {since!r}; give a range that ends after it starts")
     return chosen
+
+
+def check_origin(value: str) -> str:
+    "An ``origin`` filter as given, or an error saying what it may be."
+    value = check_text(value, "origin", max_bytes=MAX_TEXT_BYTES)
+    if value in ("here", "sync") or (value.startswith("sync:") and value[len("sync:"):].strip()):
+        return value
+    raise InvalidInput(f"origin: {value[:80]!r} is not an origin; give here (this machine's own events), "
+                       "sync (events a sync applied from other machines) or sync:PEER (those a sync with PEER applied)")
 
 
 def end_of(value: str) -> str:
@@ -170,7 +207,9 @@ def events_page(conn: sqlite3.Connection, chosen: Filters, before: int | None = 
         f"SELECT {', '.join(EVENT_COLUMNS)} FROM events WHERE {where}{cursor} ORDER BY id DESC LIMIT :limit",
         {**params, "before": before, "limit": limit + 1},
     ).fetchall()
-    events = [describe(event_dict(dict(zip(EVENT_COLUMNS, row)))) for row in rows[:limit]]
+    stored = [dict(zip(EVENT_COLUMNS, row)) for row in rows[:limit]]
+    found = origins(conn, chosen.project, stored)
+    events = [{**describe(event_dict(event)), "origin": found[event["id"]]} for event in stored]
     return {
         "timeline": timeline_entries(events, checkpoint_rows(conn, chosen.project, events)),
         "older": {"before": events[-1]["id"]} if len(rows) > limit else None,
@@ -226,6 +265,80 @@ def timeline_entries(events: list[dict[str, Any]], checkpoints: dict[int, dict[s
             entries.append({"type": "group", "actor": event["actor"], "session": event["session"], "newest": event["ts"],
                             "oldest": event["ts"], "count": 1, "events": [event]})
     return entries
+
+
+def origins(conn: sqlite3.Connection, project: str, events: list[dict[str, Any]]) -> dict[int, dict[str, Any]]:
+    """
+    Where each of ``events`` (of ``project``, as stored) came from, by id: ``{type, machine,
+    peer, sources}``. ``type`` is ``here`` (this machine's own event), ``sync`` (an echo: a
+    sync wrote it to apply other machines' events; ``peer`` is the peer that sync was with,
+    as its session says) or ``machine`` (an event carrying another machine's clock that no
+    sync wrote: a file given a new machine id). ``sources`` are, for an echo, the events
+    of other machines that made the same change (see :func:`echo_sources`).
+
+    :param conn: an open connection
+    :param project: the events' project
+    :param events: events as stored (their digests among their columns)
+    """
+    own = file_machine(conn)
+    ids = json.dumps([event["id"] for event in events])
+    echoes = {row[0] for row in conn.execute("SELECT event_id FROM memory_sync_derived WHERE event_id IN (SELECT value FROM json_each(?))", [ids])}
+    sources = echo_sources(conn, project, [event for event in events if event["id"] in echoes])
+    found = {}
+    for event in events:
+        kind = "sync" if event["id"] in echoes else "here" if event["machine"] == own else "machine"
+        found[event["id"]] = {"type": kind, "machine": event["machine"], "peer": sync_peer(event) if kind == "sync" else None,
+                              "sources": sources.get(event["id"], [])}
+    return found
+
+
+def sync_peer(event: dict[str, Any]) -> str | None:
+    "The peer whose sync wrote echo ``event``, as its session names it (``share`` when sharing applied it), or None."
+    session = event["session"] or ""
+    if event["actor"] == SYNC_ACTOR and session.startswith(SYNC_SESSION):
+        return session[len(SYNC_SESSION):]
+    return None
+
+
+def echo_sources(conn: sqlite3.Connection, project: str, echoes: list[dict[str, Any]]) -> dict[int, list[dict[str, Any]]]:
+    """
+    For each echo, the events held from other machines that made the same change (the
+    same kind, target and digests of old and new value): ``{event id: [{machine, clock,
+    ts, actor, received_from, received_at}]}``, by machine and clock. Of each kind only the
+    newest :data:`SOURCES_SCANNED` arrivals are read (the project's index walked backwards):
+    an echo usually follows its events' arrival, and a page must not read every event held.
+
+    :param conn: an open connection
+    :param project: the echoes' project
+    :param echoes: events a sync wrote here
+    """
+    wanted: dict[tuple[Any, ...], list[int]] = {}
+    for echo in echoes:
+        wanted.setdefault((echo["kind"], echo["target"], echo["old_digest"], echo["new_digest"]), []).append(echo["id"])
+    found: dict[int, list[dict[str, Any]]] = {}
+    for kind in sorted({key[0] for key in wanted}):
+        targets = json.dumps(sorted({key[1] for key in wanted if key[0] == kind}), ensure_ascii=False)
+        rows = conn.execute(
+            f"SELECT {', '.join(SOURCE_COLUMNS)} FROM memory_sync_events WHERE rowid IN (SELECT rowid FROM memory_sync_events "
+            "WHERE project = ? AND kind = ? ORDER BY rowid DESC LIMIT ?) AND target IN (SELECT value FROM json_each(?)) ORDER BY machine, clock",
+            [project, kind, SOURCES_SCANNED, targets],
+        )
+        for row in rows:
+            source = dict(zip(SOURCE_COLUMNS, row))
+            for event_id in wanted.get((kind, source.pop("target"), source.pop("old_digest"), source.pop("new_digest")), []):
+                found.setdefault(event_id, []).append(source)
+    return found
+
+
+def origin_choices(conn: sqlite3.Connection) -> dict[str, Any]:
+    """
+    What the origin filter offers: ``{machine, peers}``, this file's machine id and the
+    peers it has synced with, the most recent first (``sync:PEER`` picks a peer's).
+
+    :param conn: an open connection
+    """
+    peers = [peer for (peer,) in conn.execute("SELECT peer FROM memory_sync_peers ORDER BY synced_at DESC, peer")]
+    return {"machine": file_machine(conn), "peers": peers}
 
 
 def milestone(event: dict[str, Any], checkpoint: dict[str, Any] | None) -> dict[str, Any]:

@@ -1,7 +1,7 @@
 """``/-/memory/ledger``: one project's ledger as a timeline, with its activity chart; and its JSON twin.
 
 The filters are query-string parameters (``project``, ``entity``, ``kind``, ``text``,
-``actor``, ``from``, ``to``), the page is chosen by an event-id cursor
+``actor``, ``origin``, ``from``, ``to``), the page is chosen by an event-id cursor
 (``before``) and its size by ``limit``. The queries are the core's
 (:mod:`datasette_memory.core.timeline`); this module reads the request and
 remembers, between requests, the day counts: the ledger is append-only, so
@@ -23,7 +23,7 @@ from .connection import call_memory
 from .error_pages import handled
 from .pages import chosen_project, int_arg, known_projects, respond, viewable_database, wants_json
 
-FILTERS = ("entity", "kind", "actor", "from", "to", "text")
+FILTERS = ("entity", "kind", "actor", "origin", "from", "to", "text")
 DAY_COUNTS_KEPT = 32  # filter combinations whose day counts are kept, most recently used
 # per Datasette: the day counts by filters
 _day_counts: "weakref.WeakKeyDictionary[Any, collections.OrderedDict[Any, timeline.DayCounts]]" = weakref.WeakKeyDictionary()
@@ -34,7 +34,8 @@ async def ledger_page(datasette: Any, request: Any) -> Response:
     await viewable_database(datasette, request)
     project = await chosen_project(datasette, request)
     given = {name: request.args.get(name) or None for name in FILTERS}
-    chosen = timeline.filters(project, given["entity"], given["kind"], given["actor"], given["from"], given["to"], given["text"])
+    chosen = timeline.filters(project, given["entity"], given["kind"], given["actor"], given["from"], given["to"], given["text"],
+                              given["origin"])
     before = int_arg(request, "before", 0) if request.args.get("before") is not None else None
     limit = int_arg(request, "limit", timeline.DEFAULT_PAGE)
     data = await read_timeline(datasette, chosen, before, limit)
@@ -53,6 +54,7 @@ async def read_timeline(datasette: Any, chosen: timeline.Filters, before: int | 
         return {
             **timeline.events_page(memory.conn, chosen, before, limit),
             "activity": timeline.activity(memory.conn, chosen, known=counts.get(counted)),
+            "origins": timeline.origin_choices(memory.conn),
         }
 
     data = await call_memory(datasette, read, project=chosen.project)
