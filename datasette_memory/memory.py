@@ -29,7 +29,7 @@ from .core.hook_kinds import HOOK_KINDS
 from .core.ledger import Caller, ChainStatus
 from .core.scope import Scope
 from .core.validation import DEFAULT_PROJECT, MAX_SUMMARY_BYTES, check_limit, check_name, check_project, check_text
-from .governed import redaction
+from .history import redaction
 from .governed.gate import Reviewer, require_reviewer
 from .governed.statements import check_rationale
 from .governed.tier import GovernedTier

@@ -22,7 +22,7 @@ from datasette import Response, hookimpl
 
 from ..core import redacted
 from ..core.errors import InvalidInput, NotFound
-from ..governed import redaction
+from ..history import redaction
 from ..governed.gate import reviewer_for_request
 from ..memory import Memory
 from ..sqltools.snapshots import list_snapshots, snapshot_folder

@@ -21,7 +21,7 @@ from ..core.clock import now
 from ..core.errors import MemoryStoreError
 from ..core.ledger import HASHED_FIELDS, canonical, event_problem
 from ..core.log_heads import GENESIS_HASH, file_machine
-from ..governed import redaction
+from ..history import redaction
 from ..history.replay import GRAPH_KINDS
 
 # The kinds whose events sync: the graph's, applied by replay on every peer, and a claim's proposal
@@ -31,7 +31,7 @@ GRAPH_SYNCED = frozenset(GRAPH_KINDS)
 CLAIM_SYNCED = frozenset({"propose_claim", "reject_claim", "reopen_claim"})
 # a fact and each change to its validity; their echoes travel whole too (see sync/fact_sync.py)
 FACT_SYNCED = frozenset({"record_fact", "supersede_fact", "invalidate_fact", "revalidate_fact"})
-# a person's redaction, applied by every peer it reaches (see governed/redaction.py)
+# a person's redaction, applied by every peer it reaches (see history/redaction.py)
 REDACTION_SYNCED = frozenset({redacted.KIND})
 SYNCED_KINDS = GRAPH_SYNCED | CLAIM_SYNCED | FACT_SYNCED | REDACTION_SYNCED
 WIRE_FIELDS = HASHED_FIELDS + ("old", "new", "hash")

@@ -14,7 +14,7 @@ from typing import Any
 from ..core import redacted
 from ..core.clock import now
 from ..core.ledger import Caller
-from ..governed import redaction
+from ..history import redaction
 from ..memory import Memory
 from .converge import converge
 from .events import FACT_SYNCED, GRAPH_SYNCED, outgoing, receive

@@ -1,0 +1,285 @@
+"""A person redacts a stored text (a leaked secret, say) from every copy memory keeps.
+
+:func:`redact` records a ``redact`` event (see :mod:`..core.redacted`) and
+:func:`apply` replaces every string of the project that held the text: in the
+observations, and in the old and new values of every graph event, this
+machine's own and those other machines sent. The search indexes follow: the
+word and trigram indexes through the observations' triggers, the deleted-words
+index by hand (it keeps no text to follow), each then optimized so no segment
+keeps the text's words. :func:`purge` then rewrites the file (``VACUUM``, the
+write-ahead log truncated) so no free page keeps it either, and re-embeds the
+entities whose text changed. A peer applies a redaction when it arrives
+(:mod:`..sync.events`), and every event it receives later, redacted on the way in.
+
+What a redaction does not reach is listed, not hidden: the text inside claims,
+facts, checkpoints or the SQL audit log (append-only records whose rows are
+never rewritten), and in older copies of the file (snapshots), which the person
+may delete.
+"""
+
+import json
+import pathlib
+import sqlite3
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from ..core import redacted
+from ..core.errors import InvalidInput
+from ..core.ledger import NEXT_EVENT, Caller, append_event, canonical
+from .replay import GRAPH_KINDS
+from ..vectors.index import refresh
+from ..vectors.side_file import memory_file_path, side_file, side_file_path_for
+
+MIN_TEXT = 4  # shorter texts would match too much to be a secret
+MAX_TEXT = 10_000
+GRAPH_KINDS_SQL = ", ".join(f"'{kind}'" for kind in GRAPH_KINDS)
+# the text the deleted-words index holds for an event (as migrations m007 and m009 index it)
+DELETED_WORDS = """
+    CASE kind WHEN 'delete_observation' THEN json_extract(old, '$') WHEN 'update_observation' THEN json_extract(old, '$')
+    ELSE coalesce(json_extract(old, '$.name'), '') || ' '
+        || coalesce(json_extract(old, '$.entityType'), '') || ' '
+        || coalesce((SELECT group_concat(value, ' ') FROM json_each(old, '$.observations')), '') END
+"""
+DELETED_KINDS = ("delete_entity", "delete_observation", "update_observation")
+INDEXES = ("observations_fts", "observations_trigram", "memory_deleted_fts")
+# Tables whose rows are never rewritten, where a redacted text may still stand: listed for the person
+RECORDS = {
+    "claims": ("subject", "predicate", "object"),
+    "claim_evidence": ("content",),
+    "claim_reviews": ("rationale",),
+    "facts": ("subject", "predicate", "object", "rationale"),
+    "fact_history": ("rationale",),
+    "checkpoints": ("summary",),
+    "sql_audit": ("arguments", "detail", "error"),
+}
+
+
+def checked_text(text: Any) -> str:
+    "The text to redact, or :class:`InvalidInput` naming what is wrong with it."
+    if not isinstance(text, str) or not text.strip():
+        raise InvalidInput("text: give the text to redact (the secret as it is stored); nothing was changed")
+    if len(text) < MIN_TEXT:
+        raise InvalidInput(f"text: {len(text)} characters would match too much; give at least {MIN_TEXT} "
+                           "(the whole secret as it is stored); nothing was changed")
+    if len(text) > MAX_TEXT:
+        raise InvalidInput(f"text: at most {MAX_TEXT:,} characters; nothing was changed")
+    return text
+
+
+def in_names(conn: sqlite3.Connection, project: str, text: str) -> list[str]:
+    "The entity names, types and relation types of ``project`` (now or in its events' targets) holding ``text``."
+    rows = conn.execute(
+        "SELECT name FROM entities WHERE project = :p AND (instr(name, :t) OR instr(entity_type, :t)) "
+        "UNION SELECT relation_type FROM relations WHERE project = :p AND instr(relation_type, :t) "
+        "UNION SELECT target FROM events WHERE project = :p AND instr(target, :t) LIMIT 5",
+        {"p": project, "t": text},
+    ).fetchall()
+    return [row[0] for row in rows]
+
+
+def gather(conn: sqlite3.Connection, project: str, text: str, mark: str) -> dict[str, str]:
+    "``{digest: replacement}`` for every string of ``project``'s graph and graph events that holds ``text``."
+    found: dict[str, str] = {}
+
+    def take(value: str) -> None:
+        if text in value:
+            found[redacted.text_digest(value)] = value.replace(text, mark)
+
+    needle = json.dumps(text, ensure_ascii=False)[1:-1]  # as it stands inside a stored JSON value
+    for table, whole in (("events", ""), ("memory_sync_events", " AND opaque = 0")):
+        for old, new in conn.execute(
+            f"SELECT old, new FROM {table} WHERE project = :p AND kind IN ({GRAPH_KINDS_SQL}){whole} "
+            "AND (instr(old, :t) OR instr(new, :t))", {"p": project, "t": needle}
+        ):
+            for value in (old, new):
+                if value is not None:
+                    for item in redacted.strings(json.loads(value)):
+                        take(item)
+    for (content,) in conn.execute(
+        "SELECT o.content FROM observations o JOIN entities e ON e.id = o.entity_id WHERE e.project = ? AND instr(o.content, ?)",
+        [project, text],
+    ):
+        take(content)
+    return found
+
+
+def preview(conn: sqlite3.Connection, project: str, text: str) -> dict[str, Any]:
+    """
+    What redacting ``text`` from ``project`` would change, read only: ``{strings,
+    observations, events, foreign_events, entities}``, or :class:`InvalidInput`
+    saying why it cannot be done (as :func:`redact` would).
+    """
+    text = checked_text(text)
+    names = in_names(conn, project, text)
+    if names:
+        raise InvalidInput(f"the text is part of a name in project {project} ({', '.join(names)}): names key the ledger's "
+                           "events and cannot be redacted; rename the entity first, then redact the text from its observations")
+    found = gather(conn, project, text, "")
+    if not found:
+        raise InvalidInput(f"the text is stored nowhere in project {project}'s graph or its events")
+    needle = json.dumps(text, ensure_ascii=False)[1:-1]
+    counts = {}
+    for key, table, whole in (("events", "events", ""), ("foreign_events", "memory_sync_events", " AND opaque = 0")):
+        (counts[key],) = conn.execute(
+            f"SELECT count(*) FROM {table} WHERE project = :p AND kind IN ({GRAPH_KINDS_SQL}){whole} "
+            "AND (instr(old, :t) OR instr(new, :t))", {"p": project, "t": needle}).fetchone()
+    entities = [name for (name,) in conn.execute(
+        "SELECT DISTINCT e.name FROM observations o JOIN entities e ON e.id = o.entity_id WHERE e.project = ? "
+        "AND instr(o.content, ?) ORDER BY e.name", [project, text])]
+    (observations,) = conn.execute(
+        "SELECT count(*) FROM observations o JOIN entities e ON e.id = o.entity_id WHERE e.project = ? AND instr(o.content, ?)",
+        [project, text]).fetchone()
+    return {"strings": len(found), "observations": observations, **counts, "entities": entities}
+
+
+def redact(conn: sqlite3.Connection, caller: Caller, project: str, text: str, reason: str, target: str) -> dict[str, Any]:
+    """
+    Redact ``text`` from ``project``, inside the caller's write transaction: the
+    ``redact`` event, then :func:`apply`. Call :func:`purge` after the commit.
+
+    :param caller: the person (a reviewer's caller)
+    :param text: the text to remove, as stored (checked by :func:`checked_text`)
+    :param reason: why, recorded with the redaction
+    :param target: what the person redacted from (an entity's name, or ``event N``)
+    :raises InvalidInput: if the text is in a name, or nowhere in the project
+    :return: ``{event, replaced, entities, strings}``
+    """
+    try:
+        preview(conn, project, text)
+    except InvalidInput as e:
+        raise InvalidInput(f"{e}; nothing was changed") from None
+    machine, clock, _ = conn.execute(NEXT_EVENT).fetchone()
+    replacements = gather(conn, project, text, redacted.mark(machine, clock))
+    event = append_event(conn, caller, project, redacted.KIND, target, new={"reason": reason, "replacements": replacements})
+    return {"event": event["id"], "machine": machine, "clock": clock, "strings": len(replacements),
+            **apply(conn, project, replacements)}
+
+
+def apply(conn: sqlite3.Connection, project: str, replacements: Mapping[str, str]) -> dict[str, Any]:
+    """
+    Replace every string of ``project`` that ``replacements`` names (by its digest),
+    inside the caller's write transaction: observations, graph events' values (own
+    and foreign) and the search indexes.
+
+    :return: ``{replaced: {observations, events, foreign_events}, entities: [names whose text changed]}``
+    """
+    if not replacements:
+        return {"replaced": {"observations": 0, "events": 0, "foreign_events": 0}, "entities": []}
+    entities: set[str] = set()
+    changed_observations = 0
+    rows = conn.execute(
+        "SELECT o.id, o.content, e.name FROM observations o JOIN entities e ON e.id = o.entity_id WHERE e.project = ?", [project]
+    ).fetchall()
+    for id, content, name in rows:
+        replacement = replacements.get(redacted.text_digest(content))
+        if replacement is not None:
+            conn.execute("UPDATE observations SET content = ? WHERE id = ?", [replacement, id])
+            entities.add(name)
+            changed_observations += 1
+    own = rewrite_values(conn, "events", "id", project, replacements, entities)
+    foreign = rewrite_values(conn, "memory_sync_events", "rowid", project, replacements, entities)
+    for index in INDEXES:
+        conn.execute(f"INSERT INTO {index} ({index}) VALUES ('optimize')")
+    return {"replaced": {"observations": changed_observations, "events": own, "foreign_events": foreign},
+            "entities": sorted(entities)}
+
+
+def rewrite_values(conn: sqlite3.Connection, table: str, key: str, project: str, replacements: Mapping[str, str],
+                   entities: set[str]) -> int:
+    "Rewrite the old and new values of ``table``'s graph events of ``project`` holding a named string; return how many."
+    own = table == "events"
+    count = 0
+    rows = conn.execute(
+        f"SELECT {key}, kind, target, old, new, {DELETED_WORDS if own else 'NULL'} FROM {table} "
+        f"WHERE project = ? AND kind IN ({GRAPH_KINDS_SQL}) AND (old IS NOT NULL OR new IS NOT NULL)", [project]
+    ).fetchall()
+    for id, kind, target, old, new, words in rows:
+        old_text = redacted.redacted_text(old, replacements, canonical)
+        new_text = redacted.redacted_text(new, replacements, canonical)
+        if old_text is None and new_text is None:
+            continue
+        conn.execute(f"UPDATE {table} SET old = ?, new = ? WHERE {key} = ?", [old_text or old, new_text or new, id])
+        entities.add(target)
+        count += 1
+        if own and kind in DELETED_KINDS and old_text is not None:
+            conn.execute("INSERT INTO memory_deleted_fts (memory_deleted_fts, rowid, text) VALUES ('delete', ?, ?)", [id, words])
+            conn.execute(f"INSERT INTO memory_deleted_fts (rowid, text) SELECT id, {DELETED_WORDS} FROM events WHERE id = ?", [id])
+    return count
+
+
+def re_embed(conn: sqlite3.Connection, project: str, names: list[str]) -> int | None:
+    """
+    After a redaction's commit: the vector side file, if there is one, re-embeds the
+    entities whose text changed and is rewritten so no free page keeps an old vector.
+
+    :return: how many entities were embedded, or None without a side file
+    """
+    path = memory_file_path(conn)
+    if path is None or not side_file_path_for(path).exists():
+        return None
+    embedded = refresh(conn, [(project, name) for name in names])
+    with side_file(conn, create=False) as side:
+        if side is not None:
+            side.execute("VACUUM")
+    return embedded
+
+
+def purge(conn: sqlite3.Connection) -> dict[str, Any]:
+    """
+    After a redaction's commit: the file rewritten so no free page keeps the text
+    (``VACUUM``), and the write-ahead log checkpointed and truncated.
+
+    :return: ``{vacuumed, log_truncated}``
+    """
+    conn.execute("VACUUM")
+    truncated = False
+    for _ in range(20):  # a reader holding an old snapshot keeps the log; wait for it a little
+        busy = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+        if not busy:
+            truncated = True
+            break
+        time.sleep(0.05)
+    return {"vacuumed": True, "log_truncated": truncated}
+
+
+def remaining(conn: sqlite3.Connection, text: str) -> list[dict[str, Any]]:
+    "Where ``text`` still stands after a redaction: ``[{table, column, rows}]`` (the records a redaction does not rewrite, other projects, other events)."
+    found = []
+    needle = json.dumps(text, ensure_ascii=False)[1:-1]
+    for table, columns in RECORDS.items():
+        for column in columns:
+            (count,) = conn.execute(f"SELECT count(*) FROM {table} WHERE instr({column}, ?)", [text]).fetchone()
+            if count:
+                found.append({"table": table, "column": column, "rows": count})
+    for table in ("events", "memory_sync_events"):
+        (count,) = conn.execute(
+            f"SELECT count(*) FROM {table} WHERE instr(old, :t) OR instr(new, :t) OR instr(target, :t)", {"t": needle}
+        ).fetchone()
+        if count:
+            found.append({"table": table, "column": "old, new", "rows": count})
+    (count,) = conn.execute("SELECT count(*) FROM observations WHERE instr(content, ?)", [text]).fetchone()
+    if count:
+        found.append({"table": "observations", "column": "content", "rows": count})
+    return found
+
+
+def older_copies(copies: list[pathlib.Path], text: str, delete: bool) -> list[dict[str, Any]]:
+    """
+    The copies of the file made before (its snapshots) that still hold ``text``, deleted if ``delete``.
+
+    :return: ``[{path, bytes, deleted}]``
+    """
+    found = []
+    needle = text.encode("utf-8")
+    for path in copies:
+        try:
+            holds = needle in path.read_bytes()
+        except OSError:
+            continue
+        if holds:
+            size = path.stat().st_size
+            if delete:
+                path.unlink()
+            found.append({"path": str(path), "bytes": size, "deleted": delete})
+    return found
