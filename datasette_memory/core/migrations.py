@@ -842,7 +842,7 @@ def redactable(table: str, message: str, alternative: str, keys: tuple[str, ...]
 
 @migrations()
 def m014_redaction(db: Database) -> None:
-    # Redaction (datasette_memory/governed/redaction.py): a person's redaction may
+    # Redaction (datasette_memory/history/redaction.py): a person's redaction may
     # replace an event's old and new values, own or foreign, by the same values with
     # a text marked redacted; every other field (the digests and the hash among them)
     # stays, and every other update is refused as before.
