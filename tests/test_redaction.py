@@ -49,6 +49,12 @@ def leak(memory: Memory) -> None:
     memory.delete_entities(["scratch"])
 
 
+def leak_governed(memory: Memory) -> None:
+    "Store the secret in the governed tier: a claim and its evidence, a fact's rationale."
+    memory.governed.propose_claim("payments", "api key", SECRET, evidence=[f"seen in the {SECRET} log line"])
+    memory.governed.record_fact(issue_reviewer("olive"), "payments", "auth", "bearer token", f"rotated after {SECRET} leaked")
+
+
 def redacted_observation(memory: Memory) -> str:
     (entity,) = memory.open_nodes(["payments"])["entities"]
     return entity["observations"][0]
@@ -84,6 +90,28 @@ def test_a_redaction_removes_the_text_from_the_file_and_the_file_still_verifies(
     assert verify_file(path)["ok"]
     assert holds_secret(path) == [] and holds_secret(after) == []
     assert holds_secret(before) == [before.name]  # listed above, kept as the person did not ask
+
+
+def test_claims_facts_and_their_records_are_redacted_with_their_events(tmp_path):
+    path = tmp_path / "memory.db"
+    memory = Memory.open(path, project="team", config=LEXICAL, allow_secrets=True)
+    leak(memory)
+    leak_governed(memory)
+    done = memory.redact(issue_reviewer(), SECRET, REASON, "payments")
+    mark = f"[redacted {done['machine'][:12]}#{done['clock']}]"
+    assert done["replaced"]["records"] == 4 and done["remaining"] == []
+    (claim,) = memory.governed.list_claims()
+    assert claim["object"] == mark and claim["evidence"][0]["text"] == f"seen in the {mark} log line"
+    key = memory.conn.execute("SELECT object_key FROM claims WHERE id = ?", [claim["id"]]).fetchone()[0]
+    assert key == mark.casefold()
+    (fact,) = memory.governed.facts_now()
+    assert fact["rationale"] == f"rotated after {mark} leaked"
+    # the claim can still be reviewed, and a new claim of the same redacted value is the same value
+    memory.governed.reject_claim(issue_reviewer(), claim["id"], "not a setting to keep")
+    memory.close()
+    assert holds_secret(path) == []
+    found = verify_file(path)
+    assert found["ok"], [check for check in found["checks"] if not check["ok"]]
 
 
 def test_older_snapshots_that_hold_it_are_deleted_when_the_person_asks(tmp_path):
@@ -155,6 +183,7 @@ def test_a_redaction_reaches_every_peer_and_a_stale_copy_cannot_bring_it_back(tm
     try:
         bundle = tmp_path / "a-b.bundle"
         leak(a)
+        a.governed.propose_claim("payments", "api key", SECRET)  # a claim travels too
         make_bundle(a, bundle)
         sync_bundle(b, bundle)
         sync_hub(b, hub.url, hub.token)
@@ -175,6 +204,10 @@ def test_a_redaction_reaches_every_peer_and_a_stale_copy_cannot_bring_it_back(tm
         for memory in (a, b, c):
             assert redacted_observation(memory) == f"calls the processor with {mark} in the header"
             assert memory.search_nodes(SECRET)["entities"] == []
+        assert [claim["object"] for claim in a.governed.list_claims()] == [mark]
+        for memory in (b, c):  # a proposal travels as an event (a rejection elsewhere checks it), held redacted
+            (proposal,) = memory.conn.execute("SELECT new FROM memory_sync_events WHERE kind = 'propose_claim'").fetchone()
+            assert json.loads(proposal)["object"] == mark
         assert graph(a) == graph(b) == graph(c)
         assert chains(a) == chains(b) == chains(c)
         files = [pathlib.Path(memory.conn.execute("PRAGMA database_list").fetchone()[2]) for memory in (a, b, c)]

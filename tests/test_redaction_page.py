@@ -84,7 +84,7 @@ async def test_a_person_reviews_then_confirms_and_the_text_is_gone(leaked):
     confirm = await datasette.client.get(posted.headers["location"], actor={"id": "alice"})
     assert "What will be redacted" in confirm.text and 'name="step" value="apply"' in confirm.text
     said = words(confirm.text)
-    assert "in 3 stored texts: 1 observation (of payments), 5 events of this machine and 0 events other machines sent" in said
+    assert "in 3 stored texts: 1 observation (of payments), 0 records of claims, facts and checkpoints, 5 events of this machine and 0 events other machines sent" in said
     assert f"{SECRET[:4]}… ({len(SECRET)} characters)" in said
     assert "is not shared: the redaction stays on this machine" in said
     assert SECRET in observations(leaked)[0], "nothing done yet"
@@ -92,7 +92,7 @@ async def test_a_person_reviews_then_confirms_and_the_text_is_gone(leaked):
     assert applied.status_code == 302 and applied.headers["location"] == "/-/memory/entity?project=team&name=payments"
     message = datasette.unsign(applied.cookies["ds_messages"], "messages")
     assert message[0][0].startswith("Redacted, recorded as ledger event #")
-    assert "gone from 1 observation, 5 events of this machine and 0 that other machines sent" in message[0][0]
+    assert "gone from 1 observation, 0 records of claims, facts and checkpoints, 5 events of this machine and 0 that other machines sent" in message[0][0]
     assert re.fullmatch(r"calls the processor with \[redacted [0-9a-f]{12}#\d+\] in the header", observations(leaked)[0])
     assert verify_file(leaked)["ok"]
     assert (await datasette.client.get(f"{PAGE}.json", actor={"id": "alice"})).status_code in (400, 404)

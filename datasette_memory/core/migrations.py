@@ -821,9 +821,10 @@ def m013_sync(db: Database) -> None:
 
 
 
+
 def redactable(table: str, message: str, alternative: str, keys: tuple[str, ...]) -> str:
     """
-    A trigger refusing every update of ``table`` but a redaction's (old and new
+    A trigger refusing every update of an event table but a redaction's (old and new
     values given a redaction's mark, nothing else changed) and ``alternative``.
     """
     same = " AND ".join(f"new.{column} IS old.{column}" for column in keys + (
@@ -840,12 +841,40 @@ def redactable(table: str, message: str, alternative: str, keys: tuple[str, ...]
     """
 
 
+def redactable_record(trigger: str, table: str, message: str, fixed: tuple[str, ...], texts: tuple[str, ...],
+                      keys: tuple[str, ...] = (), watched: tuple[str, ...] | None = None) -> str:
+    """
+    A trigger refusing every update of a record's ``fixed`` columns, and of its ``texts``
+    but to a redaction's mark (each text's key, ``<text>_key``, follows its text).
+
+    :param watched: the columns the trigger fires on (default every one named)
+    """
+    columns = watched or fixed + texts + keys
+    kept = [f"new.{column} IS old.{column}" for column in fixed]
+    kept += [f"(new.{column} IS old.{column} OR instr(new.{column}, '[redacted ') > 0)" for column in texts]
+    kept += [f"(new.{key} IS old.{key} OR new.{key[:-4]} IS NOT old.{key[:-4]})" for key in keys]
+    return f"""
+        DROP TRIGGER {trigger};
+        CREATE TRIGGER {trigger} BEFORE UPDATE OF {', '.join(columns)} ON {table}
+        WHEN NOT ({' AND '.join(kept)})
+        BEGIN
+            SELECT RAISE(ABORT, '{message}');
+        END;
+    """
+
+
+STATEMENT = ("subject", "predicate", "object")
+STATEMENT_KEYS = ("subject_key", "predicate_key", "object_key")
+
+
 @migrations()
 def m014_redaction(db: Database) -> None:
     # Redaction (datasette_memory/history/redaction.py): a person's redaction may
     # replace an event's old and new values, own or foreign, by the same values with
     # a text marked redacted; every other field (the digests and the hash among them)
-    # stays, and every other update is refused as before.
+    # stays, and every other update is refused as before. The records the governed
+    # tier keeps (claims, facts, evidence, reviews, fact history, checkpoints) may
+    # have a text marked redacted the same way, and nothing else.
     run_script(
         db,
         "DROP TRIGGER events_refuse_update;\nDROP TRIGGER memory_sync_events_refuse_update;\n"
@@ -857,6 +886,20 @@ def m014_redaction(db: Database) -> None:
             "AND new.hash = old.hash AND new.prev_hash = old.prev_hash",
             ("opaque", "received_at", "received_from"),
         )
+        + redactable_record("claims_keep_their_statement", "claims", "what a claim says never changes: propose a new claim instead",
+                            ("id", "project", "valid_from", "confidence", "proposed_by", "proposed_at"), STATEMENT, STATEMENT_KEYS)
+        + redactable_record("facts_keep_what_they_say", "facts",
+                            "what a fact says and when it was recorded never change: supersede it instead",
+                            ("id", "project", "valid_from", "recorded_at", "recorded_by", "claim_id", "supersedes"),
+                            STATEMENT + ("rationale",), STATEMENT_KEYS)
+        + redactable_record("claim_evidence_refuse_update", "claim_evidence", "evidence is append-only: it cannot be updated",
+                            ("id", "claim_id", "kind", "entity", "added_by", "added_at"), ("content",))
+        + redactable_record("claim_reviews_refuse_update", "claim_reviews", "reviews are append-only: they cannot be updated",
+                            ("id", "claim_id", "act", "reviewer", "reviewed_at", "fact_id"), ("rationale",))
+        + redactable_record("fact_history_refuse_update", "fact_history", "fact history is append-only: it cannot be updated",
+                            ("id", "fact_id", "act", "valid_to", "superseded_by", "recorded_at", "actor"), ("rationale",))
+        + redactable_record("checkpoints_refuse_update", "checkpoints", "checkpoints are append-only: they cannot be updated",
+                            ("id", "project", "ts", "actor", "session", "head_event_id", "head_hash"), ("summary",))
         # every check of a chain looks for redactions first: a lookup, not a scan
         + "CREATE INDEX events_redactions ON events (kind) WHERE kind = 'redact';\n"
         + "CREATE INDEX memory_sync_events_redactions ON memory_sync_events (kind) WHERE kind = 'redact';\n",

@@ -2,8 +2,9 @@
 
 :func:`redact` records a ``redact`` event (see :mod:`..core.redacted`) and
 :func:`apply` replaces every string of the project that held the text: in the
-observations, and in the old and new values of every graph event, this
-machine's own and those other machines sent. The search indexes follow: the
+observations, in the records of the governed tier (claims, facts, their
+evidence, reviews and history, checkpoints) and in the old and new values of
+every event, this machine's own and those other machines sent. The search indexes follow: the
 word and trigram indexes through the observations' triggers, the deleted-words
 index by hand (it keeps no text to follow), each then optimized so no segment
 keeps the text's words. :func:`purge` then rewrites the file (``VACUUM``, the
@@ -11,10 +12,9 @@ write-ahead log truncated) so no free page keeps it either, and re-embeds the
 entities whose text changed. A peer applies a redaction when it arrives
 (:mod:`..sync.events`), and every event it receives later, redacted on the way in.
 
-What a redaction does not reach is listed, not hidden: the text inside claims,
-facts, checkpoints or the SQL audit log (append-only records whose rows are
-never rewritten), and in older copies of the file (snapshots), which the person
-may delete.
+What a redaction does not reach is listed, not hidden: the text in the SQL
+audit log (its chain hashes each row whole), in another project, and in older
+copies of the file (snapshots), which the person may delete.
 """
 
 import json
@@ -27,13 +27,13 @@ from typing import Any
 from ..core import redacted
 from ..core.errors import InvalidInput
 from ..core.ledger import NEXT_EVENT, Caller, append_event, canonical
+from ..governed.statements import value_key
 from .replay import GRAPH_KINDS
 from ..vectors.index import refresh
 from ..vectors.side_file import memory_file_path, side_file, side_file_path_for
 
 MIN_TEXT = 4  # shorter texts would match too much to be a secret
 MAX_TEXT = 10_000
-GRAPH_KINDS_SQL = ", ".join(f"'{kind}'" for kind in GRAPH_KINDS)
 # the text the deleted-words index holds for an event (as migrations m007 and m009 index it)
 DELETED_WORDS = """
     CASE kind WHEN 'delete_observation' THEN json_extract(old, '$') WHEN 'update_observation' THEN json_extract(old, '$')
@@ -43,16 +43,24 @@ DELETED_WORDS = """
 """
 DELETED_KINDS = ("delete_entity", "delete_observation", "update_observation")
 INDEXES = ("observations_fts", "observations_trigram", "memory_deleted_fts")
-# Tables whose rows are never rewritten, where a redacted text may still stand: listed for the person
+# The governed tier's records a redaction rewrites (migration m014 lets it): their text
+# columns, and which rows are the project's. A statement's keys follow its texts.
+PROJECT_ROWS = "project = :project"
+OF_CLAIMS = "claim_id IN (SELECT id FROM claims WHERE project = :project)"
+OF_FACTS = "fact_id IN (SELECT id FROM facts WHERE project = :project)"
 RECORDS = {
-    "claims": ("subject", "predicate", "object"),
-    "claim_evidence": ("content",),
-    "claim_reviews": ("rationale",),
-    "facts": ("subject", "predicate", "object", "rationale"),
-    "fact_history": ("rationale",),
-    "checkpoints": ("summary",),
-    "sql_audit": ("arguments", "detail", "error"),
+    "claims": (("subject", "predicate", "object"), PROJECT_ROWS),
+    "facts": (("subject", "predicate", "object", "rationale"), PROJECT_ROWS),
+    "claim_evidence": (("content",), OF_CLAIMS),
+    "claim_reviews": (("rationale",), OF_CLAIMS),
+    "fact_history": (("rationale",), OF_FACTS),
+    "checkpoints": (("summary",), PROJECT_ROWS),
 }
+KEYED = ("subject", "predicate", "object")
+# Where a redaction does not reach: listed for the person
+UNREACHED = {"sql_audit": ("arguments", "detail", "error")}
+# every event's values but a redaction's own (its map holds no redacted text)
+REDACTED_KINDS = f"kind != '{redacted.KIND}'"
 
 
 def checked_text(text: Any) -> str:
@@ -79,7 +87,7 @@ def in_names(conn: sqlite3.Connection, project: str, text: str) -> list[str]:
 
 
 def gather(conn: sqlite3.Connection, project: str, text: str, mark: str) -> dict[str, str]:
-    "``{digest: replacement}`` for every string of ``project``'s graph and graph events that holds ``text``."
+    "``{digest: replacement}`` for every string of ``project``'s graph, records and events that holds ``text``."
     found: dict[str, str] = {}
 
     def take(value: str) -> None:
@@ -89,7 +97,7 @@ def gather(conn: sqlite3.Connection, project: str, text: str, mark: str) -> dict
     needle = json.dumps(text, ensure_ascii=False)[1:-1]  # as it stands inside a stored JSON value
     for table, whole in (("events", ""), ("memory_sync_events", " AND opaque = 0")):
         for old, new in conn.execute(
-            f"SELECT old, new FROM {table} WHERE project = :p AND kind IN ({GRAPH_KINDS_SQL}){whole} "
+            f"SELECT old, new FROM {table} WHERE project = :p AND {REDACTED_KINDS}{whole} "
             "AND (instr(old, :t) OR instr(new, :t))", {"p": project, "t": needle}
         ):
             for value in (old, new):
@@ -101,6 +109,11 @@ def gather(conn: sqlite3.Connection, project: str, text: str, mark: str) -> dict
         [project, text],
     ):
         take(content)
+    for table, (columns, rows) in RECORDS.items():
+        for column in columns:
+            for (value,) in conn.execute(f"SELECT {column} FROM {table} WHERE {rows} AND instr({column}, :text)",
+                                         {"project": project, "text": text}):
+                take(value)
     return found
 
 
@@ -122,8 +135,13 @@ def preview(conn: sqlite3.Connection, project: str, text: str) -> dict[str, Any]
     counts = {}
     for key, table, whole in (("events", "events", ""), ("foreign_events", "memory_sync_events", " AND opaque = 0")):
         (counts[key],) = conn.execute(
-            f"SELECT count(*) FROM {table} WHERE project = :p AND kind IN ({GRAPH_KINDS_SQL}){whole} "
+            f"SELECT count(*) FROM {table} WHERE project = :p AND {REDACTED_KINDS}{whole} "
             "AND (instr(old, :t) OR instr(new, :t))", {"p": project, "t": needle}).fetchone()
+    counts["records"] = sum(
+        conn.execute(f"SELECT count(*) FROM {table} WHERE {rows} AND ({' OR '.join(f'instr({c}, :text)' for c in columns)})",
+                     {"project": project, "text": text}).fetchone()[0]
+        for table, (columns, rows) in RECORDS.items()
+    )
     entities = [name for (name,) in conn.execute(
         "SELECT DISTINCT e.name FROM observations o JOIN entities e ON e.id = o.entity_id WHERE e.project = ? "
         "AND instr(o.content, ?) ORDER BY e.name", [project, text])]
@@ -165,7 +183,7 @@ def apply(conn: sqlite3.Connection, project: str, replacements: Mapping[str, str
     :return: ``{replaced: {observations, events, foreign_events}, entities: [names whose text changed]}``
     """
     if not replacements:
-        return {"replaced": {"observations": 0, "events": 0, "foreign_events": 0}, "entities": []}
+        return {"replaced": {"observations": 0, "events": 0, "foreign_events": 0, "records": 0}, "entities": []}
     entities: set[str] = set()
     changed_observations = 0
     rows = conn.execute(
@@ -179,20 +197,36 @@ def apply(conn: sqlite3.Connection, project: str, replacements: Mapping[str, str
             changed_observations += 1
     own = rewrite_values(conn, "events", "id", project, replacements, entities)
     foreign = rewrite_values(conn, "memory_sync_events", "rowid", project, replacements, entities)
+    records = rewrite_records(conn, project, replacements)
     for index in INDEXES:
         conn.execute(f"INSERT INTO {index} ({index}) VALUES ('optimize')")
-    return {"replaced": {"observations": changed_observations, "events": own, "foreign_events": foreign},
+    return {"replaced": {"observations": changed_observations, "events": own, "foreign_events": foreign, "records": records},
             "entities": sorted(entities)}
+
+
+def rewrite_records(conn: sqlite3.Connection, project: str, replacements: Mapping[str, str]) -> int:
+    "Rewrite the texts of the governed tier's records of ``project`` that the map names (a statement's keys with them); return how many rows."
+    count = 0
+    for table, (columns, rows) in RECORDS.items():
+        for id, *values in conn.execute(f"SELECT id, {', '.join(columns)} FROM {table} WHERE {rows}", {"project": project}).fetchall():
+            changes = {column: replacements[redacted.text_digest(value)] for column, value in zip(columns, values)
+                       if isinstance(value, str) and redacted.text_digest(value) in replacements}
+            if not changes:
+                continue
+            changes.update({f"{column}_key": value_key(changes[column]) for column in KEYED if column in changes})
+            conn.execute(f"UPDATE {table} SET {', '.join(f'{c} = :{c}' for c in changes)} WHERE id = :id", {**changes, "id": id})
+            count += 1
+    return count
 
 
 def rewrite_values(conn: sqlite3.Connection, table: str, key: str, project: str, replacements: Mapping[str, str],
                    entities: set[str]) -> int:
-    "Rewrite the old and new values of ``table``'s graph events of ``project`` holding a named string; return how many."
+    "Rewrite the old and new values of ``table``'s events of ``project`` holding a named string; return how many."
     own = table == "events"
     count = 0
     rows = conn.execute(
         f"SELECT {key}, kind, target, old, new, {DELETED_WORDS if own else 'NULL'} FROM {table} "
-        f"WHERE project = ? AND kind IN ({GRAPH_KINDS_SQL}) AND (old IS NOT NULL OR new IS NOT NULL)", [project]
+        f"WHERE project = ? AND {REDACTED_KINDS} AND (old IS NOT NULL OR new IS NOT NULL)", [project]
     ).fetchall()
     for id, kind, target, old, new, words in rows:
         old_text = redacted.redacted_text(old, replacements, canonical)
@@ -200,7 +234,8 @@ def rewrite_values(conn: sqlite3.Connection, table: str, key: str, project: str,
         if old_text is None and new_text is None:
             continue
         conn.execute(f"UPDATE {table} SET old = ?, new = ? WHERE {key} = ?", [old_text or old, new_text or new, id])
-        entities.add(target)
+        if kind in GRAPH_KINDS:
+            entities.add(target)
         count += 1
         if own and kind in DELETED_KINDS and old_text is not None:
             conn.execute("INSERT INTO memory_deleted_fts (memory_deleted_fts, rowid, text) VALUES ('delete', ?, ?)", [id, words])
@@ -244,10 +279,10 @@ def purge(conn: sqlite3.Connection) -> dict[str, Any]:
 
 
 def remaining(conn: sqlite3.Connection, text: str) -> list[dict[str, Any]]:
-    "Where ``text`` still stands after a redaction: ``[{table, column, rows}]`` (the records a redaction does not rewrite, other projects, other events)."
+    "Where ``text`` still stands after a redaction: ``[{table, column, rows}]`` (the SQL audit log, other projects)."
     found = []
     needle = json.dumps(text, ensure_ascii=False)[1:-1]
-    for table, columns in RECORDS.items():
+    for table, columns in {**{t: c for t, (c, _) in RECORDS.items()}, **UNREACHED}.items():
         for column in columns:
             (count,) = conn.execute(f"SELECT count(*) FROM {table} WHERE instr({column}, ?)", [text]).fetchone()
             if count:

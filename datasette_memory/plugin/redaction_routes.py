@@ -162,7 +162,8 @@ def said(done: dict[str, Any]) -> str:
     "What a redaction changed, in a few sentences for the page's message."
     replaced = done["replaced"]
     parts = [f"Redacted, recorded as ledger event #{done['event']}: the text is gone from {replaced['observations']} "
-             f"observation{'s' if replaced['observations'] != 1 else ''}, {replaced['events']} event"
+             f"observation{'s' if replaced['observations'] != 1 else ''}, {replaced['records']} record"
+             f"{'s' if replaced['records'] != 1 else ''} of claims, facts and checkpoints, {replaced['events']} event"
              f"{'s' if replaced['events'] != 1 else ''} of this machine and {replaced['foreign_events']} that other machines sent, "
              "and from the search indexes; the file was rewritten so no free page keeps it."]
     if done["embedded"] is not None:

@@ -14,7 +14,7 @@ from typing import Any
 from ..memory import Memory
 from ..core import redacted
 from ..core.ledger import canonical
-from .events import NO_END, WIRE_FIELDS, SyncRefused, graph_kinds_sql, holdings, opaque
+from .events import NO_END, WIRE_FIELDS, SyncRefused, holdings, opaque
 from .exchange import SyncReport, apply_pending, record_peer, take, to_send
 
 FORMAT = "datasette-memory sync bundle 1"
@@ -119,8 +119,8 @@ def redact_held(bundle: sqlite3.Connection, by_project: dict[str, dict[str, str]
     changed = []
     for project, replacements in by_project.items():
         rows = bundle.execute(
-            f"SELECT machine, clock, old, new FROM bundle_events WHERE project = ? AND opaque = 0 "
-            f"AND kind IN ({graph_kinds_sql()})", [project]
+            "SELECT machine, clock, old, new FROM bundle_events WHERE project = ? AND opaque = 0 AND kind != ?",
+            [project, redacted.KIND]
         ).fetchall()
         for machine, clock, old, new in rows:
             values = [redacted.redacted_text(value, replacements, canonical) for value in (old, new)]

@@ -208,9 +208,9 @@ class Redactions:
         self.accepted = frozenset(text for replacements in self.by_project.values() for text in replacements.values())
 
     def held(self, event: dict[str, Any]) -> dict[str, Any]:
-        "``event`` as it is held here: its graph values with every text a redaction of its project removed replaced."
+        "``event`` as it is held here: its values with every text a redaction of its project removed replaced."
         replacements = self.by_project.get(event["project"])
-        if event["opaque"] or not replacements or event["kind"] not in GRAPH_SYNCED:
+        if event["opaque"] or not replacements or event["kind"] == redacted.KIND:
             return event
         values = {side: redacted.redacted_text(event[side], replacements, canonical) for side in ("old", "new")}
         return {**event, **{side: value for side, value in values.items() if value is not None}}
