@@ -130,6 +130,12 @@ def test_in_a_browser_a_person_redacts_a_leaked_key_from_the_entity_page(leaked,
         expect(page.locator(".message-info").first).to_contain_text("Redacted, recorded as ledger event #")
         expect(page.get_by_role("list").get_by_text(re.compile(r"calls the processor with \[redacted [0-9a-f]{12}#\d+\] in the header"))).to_be_visible()
         screenshot(page, "redact-done")
-        page.goto(f"{base}/-/memory/ledger?kind=redact")
-        expect(page.get_by_text("a live API key an agent pasted").first).to_be_visible()
+        page.goto(f"{base}/-/memory/ledger?project=team&kind=redact")
+        expect(page.get_by_text(re.compile(r"redacted a text from 3 stored texts: a live API key an agent pasted"))).to_be_visible()
+        screenshot(page, "redact-ledger")
+        # the ledger offers the same form from any event with texts
+        page.goto(f"{base}/-/memory/ledger?project=team&kind=delete_entity")
+        page.get_by_role("link", name="redact…").first.click()
+        expect(page.get_by_role("heading", name="Redact a text")).to_be_visible()
+        expect(page.get_by_text("ledger event #")).to_be_visible()
     assert holds_secret(leaked) == [] and verify_file(leaked)["ok"]

@@ -406,6 +406,9 @@ def change(event: dict[str, Any]) -> dict[str, Any]:
     found: dict[str, Any] = {"text": None, "diff": None, "changes": []}
     if kind == "checkpoint" and isinstance(new, dict):
         found["text"] = show(new.get("summary"))
+    elif kind == "redact" and isinstance(new, dict):
+        count = len(new.get("replacements") or {})
+        found["text"] = f"redacted a text from {count} stored text{'s' if count != 1 else ''}: {show(new.get('reason'))}"
     elif kind in RELATION_KINDS:
         pass  # what ``about`` says is the whole of it
     elif kind in ("rename_entity", "merge_entity"):

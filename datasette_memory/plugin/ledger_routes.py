@@ -18,6 +18,8 @@ from datasette import Response, hookimpl
 from markupsafe import Markup
 
 from ..core import timeline
+from ..governed.gate import holds
+from ..governed.person_actions import APPROVE_ACTION
 from .activity_chart import activity_svg
 from .connection import call_memory
 from .error_pages import handled
@@ -42,6 +44,7 @@ async def ledger_page(datasette: Any, request: Any) -> Response:
     data.update(project=project, projects=await known_projects(datasette), filters={**given, "before": before, "limit": limit})
     if not wants_json(request):
         data["chart"] = Markup(activity_svg(data["activity"], project))  # activity_svg escapes every text it draws
+        data["may_redact"] = await holds(datasette, request, APPROVE_ACTION)
     return await respond(datasette, request, "ledger", "memory_ledger.html", data)
 
 
