@@ -9,6 +9,7 @@ redaction can clear a value and keep the chain valid.
 import hashlib
 import json
 import sqlite3
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -107,6 +108,25 @@ INSERTED_COLUMNS = HASHED_FIELDS + ("old", "new", "hash")
 INSERT_EVENT = f"INSERT INTO events ({', '.join(INSERTED_COLUMNS)}) VALUES ({', '.join(':' + c for c in INSERTED_COLUMNS)})"
 
 
+@dataclass(frozen=True)
+class Change:
+    """
+    One change for the ledger, as :func:`append_events` takes it.
+
+    :param kind: what happened, such as ``create_entity``
+    :param target: what it happened to, such as an entity name
+    :param old: the value before, JSON-serializable, or None
+    :param new: the value after, JSON-serializable, or None
+    :param ts: the change's time, when the rows it wrote carry one; default now
+    """
+
+    kind: str
+    target: str
+    old: Any = None
+    new: Any = None
+    ts: str | None = None
+
+
 def append_event(
     conn: sqlite3.Connection, caller: Caller, project: str, kind: str, target: str, old: Any = None, new: Any = None,
     ts: str | None = None,
@@ -124,18 +144,57 @@ def append_event(
     :param ts: the change's time, when the rows it wrote carry one (so replay
         rebuilds them exactly); default now
     """
+    return append_events(conn, caller, project, [Change(kind, target, old, new, ts)])[0]
+
+
+def append_events(conn: sqlite3.Connection, caller: Caller, project: str, changes: Sequence[Change]) -> list[dict[str, Any]]:
+    """
+    Append an event for each change, in order, with one prepared INSERT: the rows are
+    those one :func:`append_event` per change would write (each takes the next clock and
+    is chained to the one before it), computed here from one look at the head instead of
+    one per event. Call inside the transaction making the changes.
+
+    :param conn: a connection inside an IMMEDIATE transaction
+    :param caller: who made the changes
+    :param project: the project scope of the changes
+    :param changes: the changes, in the order they happened
+    :return: the events appended, with their ids
+    """
+    if not changes:
+        return []
     machine, clock, prev_hash = conn.execute(NEXT_EVENT).fetchone()
-    old_text = None if old is None else canonical(old)
-    new_text = None if new is None else canonical(new)
+    events: list[dict[str, Any]] = []
+    for change in changes:
+        event = new_event(machine, clock + len(events), prev_hash, caller, project, change)
+        prev_hash = event["hash"]
+        events.append(event)
+    if len(events) == 1:
+        events[0]["id"] = conn.execute(INSERT_EVENT, events[0]).lastrowid
+    else:
+        conn.executemany(INSERT_EVENT, events)
+        # a row inserted without an id gets one past the largest, so the batch's ids run up to the last one
+        first = conn.execute("SELECT last_insert_rowid()").fetchone()[0] - len(events) + 1
+        for offset, event in enumerate(events):
+            event["id"] = first + offset
+    witness.appended(conn, "events", events[-1]["id"], events[-1]["hash"], machine)
+    for event in events:
+        plugins.appended(conn, dict(event))
+    return events
+
+
+def new_event(machine: str, clock: int, prev_hash: str, caller: Caller, project: str, change: Change) -> dict[str, Any]:
+    "The row of ``change``'s event at ``clock``, chained to ``prev_hash``, without its id."
+    old_text = None if change.old is None else canonical(change.old)
+    new_text = None if change.new is None else canonical(change.new)
     event = {
         "machine": machine,
         "clock": clock,
-        "ts": ts or now(),
+        "ts": change.ts or now(),
         "actor": caller.actor,
         "session": caller.session,
         "project": project,
-        "kind": kind,
-        "target": target,
+        "kind": change.kind,
+        "target": change.target,
         "old": old_text,
         "new": new_text,
         "old_digest": digest(old_text),
@@ -143,10 +202,6 @@ def append_event(
         "prev_hash": prev_hash,
     }
     event["hash"] = event_hash(event)
-    cursor = conn.execute(INSERT_EVENT, event)
-    event["id"] = cursor.lastrowid
-    witness.appended(conn, "events", event["id"], event["hash"], machine)
-    plugins.appended(conn, dict(event))
     return event
 
 

@@ -2,8 +2,9 @@
 
 The operations and result shapes are those of the official MCP memory server;
 the deviations (all safer) are listed in docs/tools.md. Each function validates
-its whole input before writing and appends one ledger event per change; the
-caller provides the transaction.
+its whole input before writing and appends one ledger event per change, a call's
+events in one batch (``append_events``); the caller provides the
+transaction.
 """
 
 import json
@@ -12,7 +13,7 @@ from typing import Any
 
 from ..core.clock import now
 from ..core.errors import NotFound
-from ..core.ledger import Caller, append_event
+from ..core.ledger import Caller, Change, append_events
 from ..core.validation import check_list
 from .parsing import parse_entities, parse_names, parse_observation_items, parse_relations, relation_target
 from .reads import entities_where, entity_id, relations_touching
@@ -35,8 +36,7 @@ def create_entities(conn: sqlite3.Connection, caller: Caller, project: str, enti
     ids = {first: last} if len(created) == 1 else entity_ids(conn, project, [entity["name"] for entity, _ in created])
     insert_rows(conn, "observations", ("entity_id", "content", "created_at"),
                 [[ids[entity["name"]], content, ts] for entity, ts in created for content in entity["observations"]])
-    for entity, ts in created:
-        append_event(conn, caller, project, "create_entity", entity["name"], new=entity, ts=ts)
+    append_events(conn, caller, project, [Change("create_entity", entity["name"], new=entity, ts=ts) for entity, ts in created])
     return [entity for entity, _ in created]
 
 
@@ -91,7 +91,7 @@ def create_relations(conn: sqlite3.Connection, caller: Caller, project: str, rel
 
     :return: the relations actually created
     """
-    created = []
+    created, changes = [], []
     for relation in parse_relations(relations):
         ts = now()
         cursor = conn.execute(
@@ -100,8 +100,9 @@ def create_relations(conn: sqlite3.Connection, caller: Caller, project: str, rel
             [project, relation["from"], relation["to"], relation["relationType"], ts],
         )
         if cursor.rowcount:
-            append_event(conn, caller, project, "create_relation", relation_target(relation), new=relation, ts=ts)
+            changes.append(Change("create_relation", relation_target(relation), new=relation, ts=ts))
             created.append(relation)
+    append_events(conn, caller, project, changes)
     return created
 
 
@@ -118,7 +119,7 @@ def add_observations(conn: sqlite3.Connection, caller: Caller, project: str, obs
         ids[name] = entity_id(conn, project, name)
         if ids[name] is None:
             raise NotFound(f"Entity with name {name} not found")
-    results = []
+    results, changes = [], []
     for name, contents in items:
         added = []
         for content in contents:
@@ -128,26 +129,30 @@ def add_observations(conn: sqlite3.Connection, caller: Caller, project: str, obs
                 [ids[name], content, ts],
             )
             if cursor.rowcount:
-                append_event(conn, caller, project, "add_observation", name, new=content, ts=ts)
+                changes.append(Change("add_observation", name, new=content, ts=ts))
                 added.append(content)
         results.append({"entityName": name, "addedObservations": added})
+    append_events(conn, caller, project, changes)
     return results
 
 
 def delete_entities(conn: sqlite3.Connection, caller: Caller, project: str, entity_names: Any) -> None:
     "Delete entities, their observations and every relation touching them; missing names are ignored."
+    changes: list[Change] = []
     for name in parse_names(entity_names, "entityNames"):
         entities = entities_where(conn, "project = ? AND name = ?", [project, name])
         if not entities:
             continue
         for relation in relations_touching(conn, project, [name]):
-            delete_relation(conn, caller, project, relation)
+            changes += delete_relation(conn, project, relation)
         conn.execute("DELETE FROM entities WHERE project = ? AND name = ?", [project, name])
-        append_event(conn, caller, project, "delete_entity", name, old=entities[0])
+        changes.append(Change("delete_entity", name, old=entities[0]))
+    append_events(conn, caller, project, changes)
 
 
 def delete_observations(conn: sqlite3.Connection, caller: Caller, project: str, deletions: Any) -> None:
     "Delete the named observations; missing entities and observations are ignored."
+    changes = []
     for name, contents in parse_observation_items(deletions, "observations", "deletions"):
         id = entity_id(conn, project, name)
         for content in contents if id is not None else []:
@@ -155,19 +160,20 @@ def delete_observations(conn: sqlite3.Connection, caller: Caller, project: str, 
                 "DELETE FROM observations WHERE entity_id = ? AND content = ?", [id, content]
             )
             if cursor.rowcount:
-                append_event(conn, caller, project, "delete_observation", name, old=content)
+                changes.append(Change("delete_observation", name, old=content))
+    append_events(conn, caller, project, changes)
 
 
 def delete_relations(conn: sqlite3.Connection, caller: Caller, project: str, relations: Any) -> None:
     "Delete the given relations; ones not stored are ignored."
-    for relation in parse_relations(relations):
-        delete_relation(conn, caller, project, relation)
+    changes = [change for relation in parse_relations(relations) for change in delete_relation(conn, project, relation)]
+    append_events(conn, caller, project, changes)
 
 
-def delete_relation(conn: sqlite3.Connection, caller: Caller, project: str, relation: dict[str, str]) -> None:
+def delete_relation(conn: sqlite3.Connection, project: str, relation: dict[str, str]) -> list[Change]:
+    "Delete ``relation`` if it is stored: the change for the ledger, or none."
     cursor = conn.execute(
         "DELETE FROM relations WHERE project = ? AND from_entity = ? AND to_entity = ? AND relation_type = ?",
         [project, relation["from"], relation["to"], relation["relationType"]],
     )
-    if cursor.rowcount:
-        append_event(conn, caller, project, "delete_relation", relation_target(relation), old=relation)
+    return [Change("delete_relation", relation_target(relation), old=relation)] if cursor.rowcount else []
