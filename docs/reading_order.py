@@ -2,7 +2,7 @@
 
 ORDER = [
     "index.md", "agents.md", "hooks.md", "tools.md", "datasette.md", "search.md", "semantic-search.md",
-    "file.md", "ledger.md", "replication.md", "sync.md", "security.md", "cli.md", "python-api.md", "extending.md", "ecosystem.md", "testing.md",
+    "file.md", "ledger.md", "replication.md", "sync.md", "redaction.md", "security.md", "cli.md", "python-api.md", "extending.md", "ecosystem.md", "testing.md",
     "benchmarks.md", "call-cost.md",
 ]
 
