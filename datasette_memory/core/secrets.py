@@ -23,7 +23,7 @@ import math
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -360,8 +360,37 @@ def first_secret(value: Any, field: str) -> tuple[str, str] | None:
     :param value: strings, lists and dicts, nested; dict keys are checked too
     :param field: the argument's name, extended with ``[i]`` and ``.key`` for nested values
     """
-    found = secret_path(value)
+    found = secret_path(value) if may_hold_secret(value) else None
     return (field + "".join(reversed(found[0])), found[1]) if found else None
+
+
+def may_hold_secret(value: Any) -> bool:
+    """
+    Whether a string inside ``value`` (a dict's keys too) may hold a likely secret: false only
+    when no plugin added patterns and :data:`SUSPECT` finds nothing in all of them, normalized
+    and joined by newlines. A newline is no key character and comes before a string as nothing
+    does for :data:`SUSPECT`'s lookbehind, so what it finds in one string it finds in the joined
+    text: a call's thousands of strings are searched once, and each is scanned alone only if
+    this is true.
+
+    :param value: strings, lists and dicts, nested
+    """
+    if plugins.secret_patterns():
+        return True
+    return suspect("\n".join(normalize(text) for text in strings_in(value)))
+
+
+def strings_in(value: Any) -> Iterator[str]:
+    "Every string inside ``value`` that :func:`secret_path` scans: items, a dict's values and its string keys."
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            yield from strings_in(item)
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from strings_in(item)
+        yield from (key for key in value if isinstance(key, str))
 
 
 def secret_path(value: Any) -> tuple[list[str], str] | None:
