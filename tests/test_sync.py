@@ -4,8 +4,9 @@ Sync by ledger between real memory files: bundles passed between laptops and a r
 Three peers in temporary folders apply random operations (a Hypothesis state
 machine) and sync in random pairs through bundles and through the hub: once
 everyone has synced, all hold the same graph and the same events of every
-origin, each file verifies, nothing deleted comes back, and no private
-project's text is in another peer's file, the hub's or a bundle's bytes.
+origin, each file verifies, nothing deleted comes back, no private project's
+text is in another peer's file, the hub's or a bundle's bytes, and a key a
+person redacted on any laptop is in no file's bytes at all.
 """
 
 import os
@@ -122,6 +123,8 @@ class Laptops(RuleBasedStateMachine):
         self.deleted: set[tuple] = set()  # (entity, content or None) deleted and not added again since
         self.private: list[str] = []
         self.rejected: set[tuple[str, str]] = set()
+        self.leaks: list[tuple[str, int]] = []  # keys an agent leaked (each stored once), and the laptop it was on
+        self.redacted: set[str] = set()  # leaks a person redacted
 
     def remember_added(self, name: str, contents: list[str]) -> None:
         self.deleted -= {(name, None)} | {(name, content) for content in contents}
@@ -170,6 +173,29 @@ class Laptops(RuleBasedStateMachine):
         Memory(self.peers[peer].conn, project="private-notes", config=LEXICAL).create_entities(
             [{"name": f"note {secret}", "entityType": "secret", "observations": [secret]}])
         self.private.append(secret)
+
+    @rule(peer=PEERS, name=NAMES)
+    def leak(self, peer, name):
+        "An agent stores a key in an observation of the shared project."
+        key = f"LEAKED-{len(self.leaks)}-k3y"
+        text = f"token {key} in the config"
+        if not self.peers[peer].create_entities([{"name": name, "entityType": "service", "observations": [text]}]):
+            self.peers[peer].add_observations([{"entityName": name, "contents": [text]}])
+        self.remember_added(name, [text])
+        self.leaks.append((key, peer))
+
+    @rule(peer=PEERS, data=st.data())
+    def redact(self, peer, data):
+        "A person redacts a leaked key where it arrived, else where it was stored; the others apply it when they sync."
+        if self.leaks:
+            key, writer = data.draw(st.sampled_from(self.leaks))
+            for who in (peer, writer):
+                try:
+                    self.peers[who].redact(reviewer(who), key, "a leaked key", "team")
+                except InvalidInput:
+                    continue  # not stored on this laptop (yet), or redacted already: the laptop that stored it holds it
+                self.redacted.add(key)
+                return
 
     @rule(peer=PEERS, subject=NAMES, value=VALUES)
     def record_fact(self, peer, subject, value):
@@ -244,6 +270,8 @@ class Laptops(RuleBasedStateMachine):
         for peer in range(3):
             assert sync_hub(self.peers[peer], self.hub.url, self.hub.token).applied == 0
         assert before == [memory.conn.execute("SELECT count(*) FROM events").fetchone() for memory in self.peers]
+        for bundle in self.folder.glob("*.bundle"):  # a bundle synced after a redaction holds it redacted
+            sync_bundle(self.peers[0], bundle)
         entities, _ = graphs.pop()
         held = {(name, None) for name, _, _ in entities} | {(name, o) for name, _, obs in entities for o in obs}
         assert not (self.deleted & held), f"deleted values came back: {self.deleted & held}"
@@ -253,6 +281,13 @@ class Laptops(RuleBasedStateMachine):
             assert report["ok"], [c for c in report["checks"] if not c["ok"]]
         self.peers = [Memory.open(self.folder / f"peer{i}.db", project=self.project, config=LEXICAL) for i in range(3)]
         self.no_private_text_elsewhere()
+        self.no_redacted_text_anywhere()
+
+    def no_redacted_text_anywhere(self):
+        "A redacted key is in no file: no laptop's, no bundle's, not the hub's (its log included)."
+        for key in self.redacted:
+            holders = {path.name for path in self.folder.rglob("*") if path.is_file() and key.encode() in path.read_bytes()}
+            assert not holders, (key, holders)
 
     def no_private_text_elsewhere(self):
         "A private project's text is in its own laptop's file and nowhere else: other laptops, bundles, the hub."
