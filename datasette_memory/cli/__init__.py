@@ -22,6 +22,7 @@ COMMANDS = {
     "verify": ".verify:verify",
     "replicate": ".replicate:replicate",
     "restore": ".restore:restore",
+    "redactions": ".redactions:redactions",
     "backfill-vectors": ".backfill:backfill_vectors",
     "install": ".install:install",
     "uninstall": ".install:uninstall",
