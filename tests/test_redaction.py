@@ -70,7 +70,7 @@ def test_a_redaction_removes_the_text_from_the_file_and_the_file_still_verifies(
     done = memory.redact(issue_reviewer(), SECRET, REASON, "payments")
 
     assert done["strings"] == 3 and done["replaced"]["observations"] == 1
-    assert done["file"] == {"vacuumed": True, "log_truncated": True}
+    assert done["file"] == {"vacuumed": True, "log_truncated": True, "replicating": False}
     assert done["remaining"] == []
     assert done["older_copies"] == [{"path": str(before), "bytes": before.stat().st_size, "deleted": False}]
     mark = f"[redacted {done['machine'][:12]}#{done['clock']}]"

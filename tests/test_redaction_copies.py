@@ -180,13 +180,22 @@ def test_a_redaction_made_while_replicating_leaves_a_replica_that_restores_clean
     path = tmp_path / "memory.db"
     target = ReplicaTarget.parse(f"file://{tmp_path / 'replica'}")
     memory = Memory.open(path, project="team", config=LEXICAL, allow_secrets=True)
+    # enough pages that the VACUUM's commit would checkpoint the log itself (SQLite's default: at 1,000 pages)
+    for start in range(0, 2500, 500):
+        memory.create_entities([{"name": f"svc-{i}", "entityType": "service", "observations": [f"handles request type {i} " * 8]}
+                                for i in range(start, start + 500)])
+    assert memory.conn.execute("PRAGMA page_count").fetchone()[0] > 1000
     replication = replicating(path, target)
     leak(memory)
     replication.sync()
-    memory.redact(issue_reviewer(), SECRET, REASON, "payments")
+    done = memory.redact(issue_reviewer(), SECRET, REASON, "payments")
+    assert done["file"] == {"vacuumed": True, "log_truncated": False, "replicating": True}  # the log is Litestream's to restart
     memory.add_observations([{"entityName": "payments", "contents": ["pages on-call"]}])
+    replication.sync()
     replication.stop()
     memory.close()
+    during = newest_copy(target, tmp_path / "during.db")  # the replica still restores, redaction and all
+    assert verify_file(during)["ok"] and b"pages on-call" in during.read_bytes()
 
     found = listing(path, "--replica", target.url)
     assert found["redactions"][0]["replica"]["files"] and found["replica"]["holds"]

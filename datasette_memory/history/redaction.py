@@ -24,7 +24,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from ..core import redacted
+from ..core import redacted, replication_lock
 from ..core.errors import InvalidInput
 from ..core.ledger import NEXT_EVENT, Caller, append_event, canonical
 from ..governed.statements import value_key
@@ -263,10 +263,23 @@ def re_embed(conn: sqlite3.Connection, project: str, names: list[str]) -> int | 
 def purge(conn: sqlite3.Connection) -> dict[str, Any]:
     """
     After a redaction's commit: the file rewritten so no free page keeps the text
-    (``VACUUM``), and the write-ahead log checkpointed and truncated.
+    (``VACUUM``), and the write-ahead log checkpointed and truncated. Under a running
+    replication the log is left to Litestream, which must see every frame before it
+    is checkpointed (a checkpoint of a ``VACUUM`` under it leaves its replica unable
+    to restore): the rewritten pages reach the file when Litestream checkpoints.
 
-    :return: ``{vacuumed, log_truncated}``
+    :return: ``{vacuumed, log_truncated, replicating}``
     """
+    path = memory_file_path(conn)
+    replicating = path is not None and replication_lock.replicating(path)
+    if replicating:
+        (every,) = conn.execute("PRAGMA wal_autocheckpoint").fetchone()
+        conn.execute("PRAGMA wal_autocheckpoint = 0")  # not even the commit's own checkpoint
+        try:
+            conn.execute("VACUUM")
+        finally:
+            conn.execute(f"PRAGMA wal_autocheckpoint = {int(every)}")
+        return {"vacuumed": True, "log_truncated": False, "replicating": True}
     conn.execute("VACUUM")
     truncated = False
     for _ in range(20):  # a reader holding an old snapshot keeps the log; wait for it a little
@@ -275,7 +288,7 @@ def purge(conn: sqlite3.Connection) -> dict[str, Any]:
             truncated = True
             break
         time.sleep(0.05)
-    return {"vacuumed": True, "log_truncated": truncated}
+    return {"vacuumed": True, "log_truncated": truncated, "replicating": False}
 
 
 def remaining(conn: sqlite3.Connection, text: str) -> list[dict[str, Any]]:

@@ -168,7 +168,10 @@ def said(done: dict[str, Any]) -> str:
              "and from the search indexes; the file was rewritten so no free page keeps it."]
     if done["embedded"] is not None:
         parts.append(f"{done['embedded']} entit{'ies' if done['embedded'] != 1 else 'y'} re-embedded.")
-    if not done["file"]["log_truncated"]:
+    if done["file"]["replicating"]:
+        parts.append("The file is being replicated: Litestream checkpoints its log, and the replica keeps copies from before; "
+                     "datasette-memory redactions lists them, and deletes them with replication stopped.")
+    elif not done["file"]["log_truncated"]:
         parts.append("The write-ahead log could not be truncated while a reader held it: it is rewritten by the next checkpoint.")
     copies = done["older_copies"]
     if copies:

@@ -39,10 +39,10 @@ import urllib.parse
 from collections.abc import Callable
 from typing import Any
 
+from ..core.replication_lock import lock_path
 from .litestream import CONFIG_NAME, Litestream, write_config
 from .replica_target import ReplicaTarget, ReplicationError
 
-LOCK_SUFFIX = ".replication.lock"
 POLL_SECONDS = 1.0
 START_SECONDS = 30.0
 FINAL_SYNC_SECONDS = 30
@@ -341,11 +341,6 @@ def remove_leftovers(memory_path: pathlib.Path) -> list[str]:
                     shutil.rmtree(folder)
                     removed.append(str(folder))
     return removed
-
-
-def lock_path(memory_path: pathlib.Path) -> pathlib.Path:
-    "The lock a replication of the memory file holds while it runs (Litestream inherits it)."
-    return pathlib.Path(f"{memory_path}{LOCK_SUFFIX}")
 
 
 def take_lock(memory_path: pathlib.Path) -> int:
