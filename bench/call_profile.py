@@ -41,7 +41,7 @@ import time
 from typing import Any
 
 ROOT = pathlib.Path(__file__).parent.parent
-TOOLS = ("open_nodes", "search_nodes", "add_observations")
+TOOLS = ("open_nodes", "search_nodes", "add_observations", "create_entities")  # create_entities: one entity a call
 LOAD = "create_entities (1,000)"  # the load's calls, 1,000 entities each, profiled too
 
 # stage: the functions whose time is the stage's, as module:qualified name (missing ones are skipped)
@@ -190,6 +190,8 @@ def arguments_for(tool: str, i: int, n: int, size: int) -> dict[str, Any]:
         return {"names": [name]}
     if tool == "search_nodes":
         return {"query": name}
+    if tool == "create_entities":
+        return {"entities": [{"name": f"profiled-{n}", "entityType": "service", "observations": [f"made by call {n}"]}]}
     return {"observations": [{"entityName": name, "contents": [f"profiled note {n}"]}]}
 
 
