@@ -248,3 +248,30 @@ def test_the_vector_side_file_embeds_the_redacted_text_afterwards(tmp_path, sema
     memory.close()
     assert holds_secret(path) == [] and holds_secret(side_file_path_for(path)) == []
     assert verify_file(path)["ok"]
+
+
+def test_a_redaction_kept_private_does_not_break_a_relay(tmp_path, laptops):
+    "b holds a's events but does not share the project: its redaction stays home, and it relays what it redacted opaque."
+    from datasette_memory.sync.shared import unshare
+
+    a, b, c = laptops
+    a.scope.allow_secrets = True
+    unshare(b.conn, "team")
+    ab, bc = tmp_path / "a-b.bundle", tmp_path / "b-c.bundle"
+    leak(a)
+    make_bundle(a, ab)
+    sync_bundle(b, ab)  # b holds a's events, whole, and does not apply them
+    b.redact(issue_reviewer("bob"), SECRET, REASON, "payments")
+    sync_bundle(b, ab)  # nor does it rewrite a's bundle, whose copies only a's own redaction could vouch for
+    assert holds_secret(ab) == [ab.name]
+    make_bundle(b, bc)
+    sync_bundle(c, bc)  # taken: what b redacted came opaque, not as an edit
+    assert holds_secret(bc) == []
+    sync_bundle(c, ab)  # c gets a's events whole from a's bundle: b's redaction never left b
+    assert SECRET in redacted_observation(c)
+    for memory in (a, b, c):
+        assert memory.verify_chain().ok
+    b_path = pathlib.Path(b.conn.execute("PRAGMA database_list").fetchone()[2])
+    b.close()
+    assert holds_secret(b_path) == []
+    laptops.remove(b)

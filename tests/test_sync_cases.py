@@ -207,6 +207,21 @@ def test_concurrent_edits_end_the_same_whichever_order_they_arrive_in(tmp_path, 
         assert verify_file(tmp_path / f"peer{i}.db")["ok"]
 
 
+def test_a_foreign_creation_older_than_an_own_unsynced_one_sets_the_type(tmp_path, peers):
+    "b has synced before (its tables hold a converged state), then creates a name a created earlier: a's comes first."
+    a, b, c = peers
+    c.create_entities([{"name": "other", "entityType": "t", "observations": []}])
+    make_bundle(c, tmp_path / "c.bundle")
+    sync_bundle(b, tmp_path / "c.bundle")
+    a.create_entities([{"name": "svc", "entityType": "database", "observations": ["from a"]}])
+    b.create_entities([{"name": "svc", "entityType": "service", "observations": ["from b"]}])  # later, not knowing a's
+    make_bundle(a, tmp_path / "a.bundle")
+    sync_bundle(b, tmp_path / "a.bundle")
+    sync_bundle(a, tmp_path / "a.bundle")
+    assert graph(a) == graph(b)
+    assert ("svc", "database", frozenset({"from a", "from b"})) in graph(b)[0]
+
+
 def test_a_project_not_shared_stays_and_is_held_opaque_until_shared(tmp_path, peers):
     a, b, _ = peers
     notes = Memory(a.conn, project="notes", config=LEXICAL)

@@ -14,8 +14,9 @@ from typing import Any
 from ..memory import Memory
 from ..core import redacted
 from ..core.ledger import canonical
-from .events import NO_END, WIRE_FIELDS, SyncRefused, holdings, opaque
+from .events import NO_END, WIRE_FIELDS, SyncRefused, holdings, opaque, redactions_travel
 from .exchange import SyncReport, apply_pending, record_peer, take, to_send
+from .shared import shared_projects
 
 FORMAT = "datasette-memory sync bundle 1"
 SCHEMA = f"""
@@ -171,7 +172,10 @@ def sync_bundle(memory: Memory, path: pathlib.Path, only: str | None = None) -> 
         sending = to_send(memory.conn, bundle_holdings(bundle), only)
         write_events(bundle, sending)
         report.sent = len(sending)
-        redact_held(bundle, redacted.known_replacements(memory.conn) if redacted.accepted(memory.conn) else {})
+        if redacted.accepted(memory.conn):
+            travelling = redactions_travel(memory.conn, shared_projects(memory.conn))
+            redact_held(bundle, {project: replacements for project, replacements in redacted.known_replacements(memory.conn).items()
+                                 if project in travelling})
     finally:
         bundle.close()
     record_peer(memory, report)

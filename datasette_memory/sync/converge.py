@@ -11,7 +11,8 @@ Most syncs bring events newer than everything applied before. Then the tables
 already hold the converged state of what came before, and only the names the new
 events touch are read, the new events applied to them in order, and the
 difference written: an incremental sync costs what it brings, not the project's
-size. Each converge records what it covered (``memory_meta``,
+size. The tables also hold this machine's own new events, so that holds only
+when they come before every new foreign event in the order. Each converge records what it covered (``memory_meta``,
 ``sync_converged:PROJECT``: the newest time among the events applied, the newest
 own event and the newest arrival); new events older than that newest time, a
 rename or merge among them, or a name that is an alias, and the whole project is
@@ -54,7 +55,7 @@ def converge(conn: sqlite3.Connection, caller: Caller, project: str) -> int:
     fresh = new_events(conn, project, covered)
     names = touched(fresh) if covered is not None else None
     if covered is not None and names is not None and names_are_plain(conn, project, names) \
-            and all(e["ts"] > covered["ts"] for e in fresh):
+            and all(e["ts"] > covered["ts"] for e in fresh) and own_first(conn, project, fresh):
         current = live(conn, [project], names=names, governed=False)[0].project(project)
         target = advanced(current, fresh, project)
     else:
@@ -91,6 +92,24 @@ def new_events(conn: sqlite3.Connection, project: str, covered: dict[str, Any] |
         [project, covered["received"]],
     ).fetchall()
     return [dict(zip(COLUMNS, row)) for row in [*own, *foreign]]
+
+
+def own_first(conn: sqlite3.Connection, project: str, fresh: list[dict[str, Any]]) -> bool:
+    """
+    Whether this machine's new events all come before the foreign ones in the total order. The
+    tables already hold the own ones' changes: applying foreign events after them is right only
+    then (a foreign creation made before an own one of the same name must come first, and set the type).
+    """
+    own = file_machine(conn)
+    foreign = [e["ts"] for e in fresh if e["machine"] != own]
+    if not foreign or all(e["machine"] != own for e in fresh):
+        return True
+    # the own events' times in the order: never earlier than any own event before them
+    (latest,) = conn.execute(
+        f"SELECT max(ts) FROM events WHERE machine = ? AND project = ? AND kind IN ({graph_kinds_sql()}) "
+        "AND id NOT IN (SELECT event_id FROM memory_sync_derived)", [own, project]
+    ).fetchone()
+    return latest < min(foreign)
 
 
 def touched(events: list[dict[str, Any]]) -> set[str] | None:

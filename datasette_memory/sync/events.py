@@ -19,7 +19,7 @@ from typing import Any
 from ..core import redacted
 from ..core.clock import now
 from ..core.errors import MemoryStoreError
-from ..core.ledger import HASHED_FIELDS, canonical, event_problem
+from ..core.ledger import HASHED_FIELDS, canonical, digest, event_problem
 from ..core.log_heads import GENESIS_HASH, file_machine
 from ..history import redaction
 from ..history.replay import GRAPH_KINDS
@@ -88,11 +88,12 @@ def outgoing(conn: sqlite3.Connection, their: dict[str, dict[str, Any]], shared:
     mine = their.get(own, {"clock": 0, "opaque": []})
     for first, last in [*mine["opaque"], [mine["clock"] + 1, None]]:
         yield from own_events(conn, own, first, last, shared, whole_only=last is not None)
+    travelling = redactions_travel(conn, shared)
     for (machine,) in conn.execute("SELECT DISTINCT machine FROM memory_sync_events ORDER BY machine").fetchall():
         theirs = their.get(machine, {"clock": 0, "opaque": []})
         for first, last in theirs["opaque"]:
-            yield from held_events(conn, machine, first, last, whole_only=True)
-        yield from held_events(conn, machine, theirs["clock"] + 1, None, whole_only=False)
+            yield from held_events(conn, machine, first, last, whole_only=True, travelling=travelling)
+        yield from held_events(conn, machine, theirs["clock"] + 1, None, whole_only=False, travelling=travelling)
 
 
 def own_events(conn: sqlite3.Connection, machine: str, first: int, last: int | None, shared: set[str],
@@ -116,8 +117,22 @@ def own_events(conn: sqlite3.Connection, machine: str, first: int, last: int | N
             yield opaque(event)
 
 
-def held_events(conn: sqlite3.Connection, machine: str, first: int, last: int | None, whole_only: bool) -> Iterator[dict[str, Any]]:
-    "The events of another origin this file holds, from clock ``first`` to ``last`` (None: the newest), as held."
+def redactions_travel(conn: sqlite3.Connection, shared: set[str]) -> set[str]:
+    """
+    The projects whose redactions leave this machine: those shared here, and those another machine
+    sent a redaction of (relayed as held). A held event redacted here goes out whole only in one of
+    them; else opaque, as the redaction stays home, and a bundle's copies are left as they are.
+    """
+    return shared | {project for (project,) in conn.execute(
+        "SELECT DISTINCT project FROM memory_sync_events WHERE kind = 'redact' AND opaque = 0")}
+
+
+def held_events(conn: sqlite3.Connection, machine: str, first: int, last: int | None, whole_only: bool,
+                travelling: set[str]) -> Iterator[dict[str, Any]]:
+    """
+    The events of another origin this file holds, from clock ``first`` to ``last`` (None: the newest), as held;
+    one redacted here goes opaque unless its project is among ``travelling`` (its redaction goes out too).
+    """
     rows = conn.execute(
         f"SELECT {', '.join(WIRE_FIELDS)}, opaque FROM memory_sync_events "
         "WHERE machine = ? AND clock BETWEEN ? AND ? AND (opaque = 0 OR ?) ORDER BY clock",
@@ -125,7 +140,17 @@ def held_events(conn: sqlite3.Connection, machine: str, first: int, last: int | 
     )
     for *values, is_opaque in rows:
         event = dict(zip(WIRE_FIELDS, values))
-        yield opaque(event) if is_opaque else event
+        if is_opaque or (event["project"] not in travelling and redacted_here(event)):
+            if not whole_only:
+                yield opaque(event)
+        else:
+            yield event
+
+
+def redacted_here(event: dict[str, Any]) -> bool:
+    "Whether a held event's values were redacted (they no longer match their digests)."
+    return any(event[side] is not None and redacted.MARK_START in event[side] and digest(event[side]) != event[f"{side}_digest"]
+               for side in ("old", "new"))
 
 
 def opaque(event: dict[str, Any]) -> dict[str, Any]:
