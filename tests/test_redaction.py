@@ -275,3 +275,37 @@ def test_a_redaction_kept_private_does_not_break_a_relay(tmp_path, laptops):
     b.close()
     assert holds_secret(b_path) == []
     laptops.remove(b)
+
+
+def test_a_peer_embeds_the_redacted_text_when_the_redaction_arrives(tmp_path, semantic):
+    from datasette_memory.sync.shared import share
+    from datasette_memory.vectors.entity_texts import entity_texts
+    from datasette_memory.vectors.side_file import side_file, side_file_path_for
+
+    a = Memory.open(tmp_path / "a.db", project="team", allow_secrets=True)
+    b = Memory.open(tmp_path / "b.db", project="team")
+    for memory in (a, b):
+        share(memory.conn, "team", "tester")
+    bundle = tmp_path / "team.bundle"
+    leak(a)
+    make_bundle(a, bundle)
+    sync_bundle(b, bundle)
+    assert b.wait_for_semantic_index(timeout=120)
+
+    def stored_digest():
+        with side_file(b.conn) as side:
+            return side.execute("SELECT digest FROM entity_digests WHERE name = 'payments'").fetchone()[0]
+
+    before = stored_digest()
+    a.redact(issue_reviewer(), SECRET, REASON, "payments")
+    sync_bundle(a, bundle)
+    sync_bundle(b, bundle)
+    (now,) = entity_texts(b.conn, "project = ? AND name = ?", ["team", "payments"])
+    assert SECRET not in now.text
+    assert stored_digest() == now.digest != before
+    for memory in (a, b):
+        assert memory.wait_for_semantic_index(timeout=120)
+        memory.close()
+    for name in ("a.db", "b.db"):
+        assert holds_secret(tmp_path / name) == [] and holds_secret(side_file_path_for(tmp_path / name)) == []
+        assert verify_file(tmp_path / name)["ok"]
