@@ -47,6 +47,8 @@ APPROVE_FORMS = [
     "/-/memory/facts/1/invalidate",
     "/-/memory/facts/2/revalidate",
     "/-/memory/facts/new?project=p",
+    "/-/memory/redact?project=p&name=auth&index=0",
+    "/-/memory/redact?event=1",
 ]
 CURATE_FORMS = [
     f"/-/memory/entity/{curation}?project=p&name=auth"
@@ -105,7 +107,8 @@ async def test_posting_changes_nothing_for_who_may_not_act(stored, db_path, acto
     datasette = await served(db_path, anonymous_reads=True)
     arguments = posting(await as_actor(datasette, actor))
     fields = {"rationale": "r", "object": "x", "subject": "s", "predicate": "p", "old": "listens on 8443", "new": "y",
-              "observation": "listens on 8443", "new_name": "gateway", "into": "db", "relation": "[]"}
+              "observation": "listens on 8443", "new_name": "gateway", "into": "db", "relation": "[]",
+              "text": "listens on 8443", "reason": "r"}
     before = ledger_length(db_path)
     for path in APPROVE_FORMS + CURATE_FORMS:
         for step in ("confirm", "apply"):
@@ -126,3 +129,6 @@ async def test_the_pages_offer_only_the_acts_the_actor_may_do(stored, db_path, a
     entity = (await datasette.client.get("/-/memory/entity?project=p&name=auth", **arguments)).text
     assert ("Rename…" in entity) == (actor in MAY_CURATE)
     assert ("edit-observation" in entity) == (actor in MAY_CURATE)
+    assert ("/-/memory/redact?" in entity) == (actor in MAY_APPROVE)
+    ledger = (await datasette.client.get("/-/memory/ledger?project=p", **arguments)).text
+    assert ("redact…" in ledger) == (actor in MAY_APPROVE)
