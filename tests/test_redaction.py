@@ -6,14 +6,18 @@ The secret is looked for in the raw bytes of every file: each peer's memory file
 hub's, the bundle, a stale bundle made before the redaction, the vector side file, snapshots before and after.
 """
 
+import hashlib
 import json
 import pathlib
 import shutil
 import sqlite3
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from datasette_memory import Memory
+from datasette_memory.core import redacted
 from datasette_memory.core.errors import InvalidInput
 from datasette_memory.governed.gate import ReviewRequired
 from datasette_memory.history.file_check import verify_file
@@ -73,7 +77,8 @@ def test_a_redaction_removes_the_text_from_the_file_and_the_file_still_verifies(
     assert done["file"] == {"vacuumed": True, "log_truncated": True, "replicating": False}
     assert done["remaining"] == []
     assert done["older_copies"] == [{"path": str(before), "bytes": before.stat().st_size, "deleted": False}]
-    mark = f"[redacted {done['machine'][:12]}#{done['clock']}]"
+    mark = done["mark"]
+    assert mark == f"[redacted {hashlib.sha256(SECRET.encode()).hexdigest()[:12]}]"
     assert redacted_observation(memory) == f"calls the processor with {mark} in the header"
     # no search finds it: the word index, the trigram index, the deleted-words index
     for query in (SECRET, "sk-live", "PLAINLY", "4f9a2c"):
@@ -98,7 +103,7 @@ def test_claims_facts_and_their_records_are_redacted_with_their_events(tmp_path)
     leak(memory)
     leak_governed(memory)
     done = memory.redact(issue_reviewer(), SECRET, REASON, "payments")
-    mark = f"[redacted {done['machine'][:12]}#{done['clock']}]"
+    mark = done["mark"]
     assert done["replaced"]["records"] == 4 and done["remaining"] == []
     (claim,) = memory.governed.list_claims()
     assert claim["object"] == mark and claim["evidence"][0]["text"] == f"seen in the {mark} log line"
@@ -200,7 +205,7 @@ def test_a_redaction_reaches_every_peer_and_a_stale_copy_cannot_bring_it_back(tm
         sync_bundle(c, stale)  # c takes the old copies: they are held redacted, and the stale bundle is rewritten
         sync_hub(a, hub.url, hub.token)
 
-        mark = f"[redacted {done['machine'][:12]}#{done['clock']}]"
+        mark = done["mark"]
         for memory in (a, b, c):
             assert redacted_observation(memory) == f"calls the processor with {mark} in the header"
             assert memory.search_nodes(SECRET)["entities"] == []
@@ -309,3 +314,85 @@ def test_a_peer_embeds_the_redacted_text_when_the_redaction_arrives(tmp_path, se
     for name in ("a.db", "b.db"):
         assert holds_secret(tmp_path / name) == [] and holds_secret(side_file_path_for(tmp_path / name)) == []
         assert verify_file(tmp_path / name)["ok"]
+
+
+def test_two_texts_redacted_from_one_string_on_two_laptops_end_the_same_everywhere(tmp_path, laptops):
+    a, b, c = laptops
+    other = "ghp_SECONDLEAKEDTOKEN77"
+    for memory in (a, b, c):
+        memory.scope.allow_secrets = True
+    a.create_entities([{"name": "deploy", "entityType": "job", "observations": [f"uses {SECRET} and {other} to publish"]}])
+    bundle = tmp_path / "team.bundle"
+    make_bundle(a, bundle)
+    sync_bundle(b, bundle)
+    sync_bundle(c, bundle)
+    # before either hears of the other's: a removes one key, b the other
+    a.redact(issue_reviewer("alice"), SECRET, REASON, "deploy")
+    b.redact(issue_reviewer("bob"), other, "a second key", "deploy")
+    for memory in (c, a, b, c, a, b):
+        sync_bundle(memory, bundle)
+    both = f"uses {redacted.mark(SECRET)} and {redacted.mark(other)} to publish"
+    for memory in (a, b, c):
+        assert memory.open_nodes(["deploy"])["entities"][0]["observations"] == [both]
+    assert graph(a) == graph(b) == graph(c)
+    paths = [pathlib.Path(memory.conn.execute("PRAGMA database_list").fetchone()[2]) for memory in (a, b, c)]
+    for memory in (a, b, c):
+        memory.close()
+    laptops.clear()
+    for path in [*paths, bundle]:
+        data = path.read_bytes()
+        assert SECRET.encode() not in data and other.encode() not in data, path
+    for path in paths:
+        assert verify_file(path)["ok"], path
+
+
+def resolution(*redactions):
+    return redacted.Resolver([redacted.Redaction(order, replacements, (redacted.text_digest(text), len(text)))
+                              for order, replacements, text in redactions])
+
+
+def test_every_copy_of_a_string_comes_to_the_same_end_whatever_it_went_through():
+    original = "k1 and k2 and k3 here"
+    d = redacted.text_digest
+    m1, m2, m3 = (redacted.mark(k) for k in ("k1", "k2", "k3"))
+    r1 = original.replace("k1", m1)
+    r2 = original.replace("k2", m2)
+    r13 = r1.replace("k3", m3)  # made on a laptop that held r1 already
+    everything = [
+        (("2026-01-01", "a", 1), {d(original): r1}, "k1"),
+        (("2026-01-02", "b", 1), {d(original): r2}, "k2"),
+        (("2026-01-03", "c", 1), {d(r1): r13}, "k3"),
+    ]
+    final = f"{m1} and {m2} and {m3} here"
+    for order in ([0, 1, 2], [2, 1, 0], [1, 2, 0]):
+        resolver = resolution(*[everything[i] for i in order])
+        for copy in (original, r1, r2, r13):
+            assert (resolver.follow(copy) or copy) == final, (order, copy)
+        assert final in resolver.produced()
+    # only the chained one known: a copy that never had k1 removed keeps it until that redaction arrives
+    assert resolution(everything[2]).follow(original) is None
+    # one text redacted on two machines writes the same string: nothing to resolve
+    assert resolution((("2026-01-01", "a", 1), {d(original): r1}, "k1"),
+                      (("2026-01-02", "b", 1), {d(original): r1}, "k1")).follow(original) == r1
+
+
+@given(data=st.data(), count=st.integers(1, 4))
+@settings(max_examples=200, deadline=None)
+def test_any_history_of_redactions_of_one_string_resolves_to_every_text_removed(data, count):
+    "Each redaction removes its text from a copy some earlier one made (or the original), stamped at any time."
+    keys = [f"key{i}-{'x' * i}" for i in range(count)]
+    original = " | ".join(keys) + " | rest"
+    versions, made = [original], []
+    for i, key in enumerate(keys):
+        base = data.draw(st.sampled_from(versions))
+        replaced = base.replace(key, redacted.mark(key))
+        made.append(((data.draw(st.sampled_from(["2026-01-01", "2026-01-02", "2026-01-03"])), f"m{i}", i),
+                     {redacted.text_digest(base): replaced}, key))
+        versions.append(replaced)
+    resolver = resolution(*made)
+    final = original
+    for key in keys:
+        final = final.replace(key, redacted.mark(key))
+    for copy in versions:
+        assert (resolver.follow(copy) or copy) == final
+    assert final in resolver.produced()

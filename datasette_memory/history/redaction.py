@@ -21,12 +21,11 @@ import json
 import pathlib
 import sqlite3
 import time
-from collections.abc import Mapping
 from typing import Any
 
 from ..core import redacted, replication_lock
 from ..core.errors import InvalidInput
-from ..core.ledger import NEXT_EVENT, Caller, append_event, canonical
+from ..core.ledger import Caller, append_event, canonical
 from ..governed.statements import value_key
 from .replay import GRAPH_KINDS
 from ..vectors.index import refresh
@@ -59,8 +58,6 @@ RECORDS = {
 KEYED = ("subject", "predicate", "object")
 # Where a redaction does not reach: listed for the person
 UNREACHED = {"sql_audit": ("arguments", "detail", "error")}
-# every event's values but a redaction's own (its map holds no redacted text)
-REDACTED_KINDS = f"kind != '{redacted.KIND}'"
 
 
 def checked_text(text: Any) -> str:
@@ -97,7 +94,7 @@ def gather(conn: sqlite3.Connection, project: str, text: str, mark: str) -> dict
     needle = json.dumps(text, ensure_ascii=False)[1:-1]  # as it stands inside a stored JSON value
     for table, whole in (("events", ""), ("memory_sync_events", " AND opaque = 0")):
         for old, new in conn.execute(
-            f"SELECT old, new FROM {table} WHERE project = :p AND {REDACTED_KINDS}{whole} "
+            f"SELECT old, new FROM {table} WHERE project = :p{whole} "
             "AND (instr(old, :t) OR instr(new, :t))", {"p": project, "t": needle}
         ):
             for value in (old, new):
@@ -135,7 +132,7 @@ def preview(conn: sqlite3.Connection, project: str, text: str) -> dict[str, Any]
     counts = {}
     for key, table, whole in (("events", "events", ""), ("foreign_events", "memory_sync_events", " AND opaque = 0")):
         (counts[key],) = conn.execute(
-            f"SELECT count(*) FROM {table} WHERE project = :p AND {REDACTED_KINDS}{whole} "
+            f"SELECT count(*) FROM {table} WHERE project = :p{whole} "
             "AND (instr(old, :t) OR instr(new, :t))", {"p": project, "t": needle}).fetchone()
     counts["records"] = sum(
         conn.execute(f"SELECT count(*) FROM {table} WHERE {rows} AND ({' OR '.join(f'instr({c}, :text)' for c in columns)})",
@@ -167,22 +164,25 @@ def redact(conn: sqlite3.Connection, caller: Caller, project: str, text: str, re
         preview(conn, project, text)
     except InvalidInput as e:
         raise InvalidInput(f"{e}; nothing was changed") from None
-    machine, clock, _ = conn.execute(NEXT_EVENT).fetchone()
-    replacements = gather(conn, project, text, redacted.mark(machine, clock))
-    event = append_event(conn, caller, project, redacted.KIND, target, new={"reason": reason, "replacements": replacements})
-    return {"event": event["id"], "machine": machine, "clock": clock, "strings": len(replacements),
-            **apply(conn, project, replacements)}
+    replacements = gather(conn, project, text, redacted.mark(text))
+    named = {"sha256": redacted.text_digest(text), "length": len(text)}
+    event = append_event(conn, caller, project, redacted.KIND, target,
+                         new={"reason": reason, "replacements": replacements, "text": named})
+    return {"event": event["id"], "machine": event["machine"], "clock": event["clock"], "mark": redacted.mark(text),
+            "strings": len(replacements), **apply(conn, project)}
 
 
-def apply(conn: sqlite3.Connection, project: str, replacements: Mapping[str, str]) -> dict[str, Any]:
+def apply(conn: sqlite3.Connection, project: str) -> dict[str, Any]:
     """
-    Replace every string of ``project`` that ``replacements`` names (by its digest),
-    inside the caller's write transaction: observations, graph events' values (own
-    and foreign) and the search indexes.
+    Bring every string of ``project`` to what the redactions this file holds make of it
+    (:class:`~..core.redacted.Resolver`), inside the caller's write transaction:
+    observations, the governed tier's records, every event's values (own and foreign)
+    and the search indexes.
 
-    :return: ``{replaced: {observations, events, foreign_events}, entities: [names whose text changed]}``
+    :return: ``{replaced: {observations, records, events, foreign_events}, entities: [names whose text changed]}``
     """
-    if not replacements:
+    resolver = redacted.Resolver(redacted.held_redactions(conn).get(project, []))
+    if not resolver:
         return {"replaced": {"observations": 0, "events": 0, "foreign_events": 0, "records": 0}, "entities": []}
     entities: set[str] = set()
     changed_observations = 0
@@ -190,27 +190,27 @@ def apply(conn: sqlite3.Connection, project: str, replacements: Mapping[str, str
         "SELECT o.id, o.content, e.name FROM observations o JOIN entities e ON e.id = o.entity_id WHERE e.project = ?", [project]
     ).fetchall()
     for id, content, name in rows:
-        replacement = replacements.get(redacted.text_digest(content))
+        replacement = resolver.follow(content)
         if replacement is not None:
             conn.execute("UPDATE observations SET content = ? WHERE id = ?", [replacement, id])
             entities.add(name)
             changed_observations += 1
-    own = rewrite_values(conn, "events", "id", project, replacements, entities)
-    foreign = rewrite_values(conn, "memory_sync_events", "rowid", project, replacements, entities)
-    records = rewrite_records(conn, project, replacements)
+    own = rewrite_values(conn, "events", "id", project, resolver, entities)
+    foreign = rewrite_values(conn, "memory_sync_events", "rowid", project, resolver, entities)
+    records = rewrite_records(conn, project, resolver)
     for index in INDEXES:
         conn.execute(f"INSERT INTO {index} ({index}) VALUES ('optimize')")
     return {"replaced": {"observations": changed_observations, "events": own, "foreign_events": foreign, "records": records},
             "entities": sorted(entities)}
 
 
-def rewrite_records(conn: sqlite3.Connection, project: str, replacements: Mapping[str, str]) -> int:
+def rewrite_records(conn: sqlite3.Connection, project: str, resolver: redacted.Resolver) -> int:
     "Rewrite the texts of the governed tier's records of ``project`` that the map names (a statement's keys with them); return how many rows."
     count = 0
     for table, (columns, rows) in RECORDS.items():
         for id, *values in conn.execute(f"SELECT id, {', '.join(columns)} FROM {table} WHERE {rows}", {"project": project}).fetchall():
-            changes = {column: replacements[redacted.text_digest(value)] for column, value in zip(columns, values)
-                       if isinstance(value, str) and redacted.text_digest(value) in replacements}
+            followed = {column: resolver.follow(value) for column, value in zip(columns, values) if isinstance(value, str)}
+            changes = {column: value for column, value in followed.items() if value is not None}
             if not changes:
                 continue
             changes.update({f"{column}_key": value_key(changes[column]) for column in KEYED if column in changes})
@@ -219,18 +219,18 @@ def rewrite_records(conn: sqlite3.Connection, project: str, replacements: Mappin
     return count
 
 
-def rewrite_values(conn: sqlite3.Connection, table: str, key: str, project: str, replacements: Mapping[str, str],
+def rewrite_values(conn: sqlite3.Connection, table: str, key: str, project: str, resolver: redacted.Resolver,
                    entities: set[str]) -> int:
     "Rewrite the old and new values of ``table``'s events of ``project`` holding a named string; return how many."
     own = table == "events"
     count = 0
     rows = conn.execute(
         f"SELECT {key}, kind, target, old, new, {DELETED_WORDS if own else 'NULL'} FROM {table} "
-        f"WHERE project = ? AND {REDACTED_KINDS} AND (old IS NOT NULL OR new IS NOT NULL)", [project]
+        f"WHERE project = ? AND (old IS NOT NULL OR new IS NOT NULL)", [project]
     ).fetchall()
     for id, kind, target, old, new, words in rows:
-        old_text = redacted.redacted_text(old, replacements, canonical)
-        new_text = redacted.redacted_text(new, replacements, canonical)
+        old_text = redacted.redacted_text(old, resolver, canonical, kind)
+        new_text = redacted.redacted_text(new, resolver, canonical, kind)
         if old_text is None and new_text is None:
             continue
         conn.execute(f"UPDATE {table} SET old = ?, new = ? WHERE {key} = ?", [old_text or old, new_text or new, id])

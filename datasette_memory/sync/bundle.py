@@ -42,6 +42,7 @@ def open_bundle(path: pathlib.Path, creating: bool) -> sqlite3.Connection:
     conn = sqlite3.connect(str(path), isolation_level=None)
     try:
         conn.execute("PRAGMA journal_mode = DELETE")  # one file to carry: no -wal beside it
+        conn.execute("PRAGMA secure_delete = ON")  # a row replaced (made whole, or redacted) leaves no old text in a free page
         if creating:
             conn.executescript(f"BEGIN; {SCHEMA} INSERT INTO bundle_meta VALUES ('format', '{FORMAT}'); COMMIT;")
         tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
@@ -108,23 +109,22 @@ def write_events(bundle: sqlite3.Connection, events: list[dict[str, Any]]) -> No
         raise
 
 
-def redact_held(bundle: sqlite3.Connection, by_project: dict[str, dict[str, str]]) -> int:
+def redact_held(bundle: sqlite3.Connection, by_project: dict[str, redacted.Resolver]) -> int:
     """
     Rewrite the bundle's copies of events holding a text a redaction removed (the
     bundle held them before the redaction reached it), then the file, so no page
     of it keeps the text.
 
-    :param by_project: the redactions the memory file holds (:func:`~..core.redacted.known_replacements`)
+    :param by_project: the redactions the memory file holds, resolved by project
     :return: how many events were rewritten
     """
     changed = []
-    for project, replacements in by_project.items():
+    for project, resolver in by_project.items():
         rows = bundle.execute(
-            "SELECT machine, clock, old, new FROM bundle_events WHERE project = ? AND opaque = 0 AND kind != ?",
-            [project, redacted.KIND]
+            "SELECT machine, clock, kind, old, new FROM bundle_events WHERE project = ? AND opaque = 0", [project]
         ).fetchall()
-        for machine, clock, old, new in rows:
-            values = [redacted.redacted_text(value, replacements, canonical) for value in (old, new)]
+        for machine, clock, kind, old, new in rows:
+            values = [redacted.redacted_text(value, resolver, canonical, kind) for value in (old, new)]
             if values != [None, None]:
                 changed.append([values[0] or old, values[1] or new, machine, clock])
     if changed:
@@ -172,10 +172,10 @@ def sync_bundle(memory: Memory, path: pathlib.Path, only: str | None = None) -> 
         sending = to_send(memory.conn, bundle_holdings(bundle), only)
         write_events(bundle, sending)
         report.sent = len(sending)
-        if redacted.accepted(memory.conn):
+        if redacted.any_held(memory.conn):
             travelling = redactions_travel(memory.conn, shared_projects(memory.conn))
-            redact_held(bundle, {project: replacements for project, replacements in redacted.known_replacements(memory.conn).items()
-                                 if project in travelling})
+            redact_held(bundle, {project: redacted.Resolver(redactions) for project, redactions
+                                 in redacted.held_redactions(memory.conn).items() if project in travelling})
     finally:
         bundle.close()
     record_peer(memory, report)

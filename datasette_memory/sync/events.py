@@ -211,9 +211,8 @@ def receive(conn: sqlite3.Connection, items: Iterable[Any], source: str) -> list
             check_own(conn, events)
         else:
             taken += receive_origin(conn, machine, events, received_at, source, redactions)
-    for event in taken:
-        if event["kind"] == redacted.KIND and not event["opaque"]:
-            redaction.apply(conn, event["project"], redacted.replacements_of(event["new"]))
+    for project in sorted({event["project"] for event in taken if event["kind"] == redacted.KIND and not event["opaque"]}):
+        redaction.apply(conn, project)
     return taken
 
 
@@ -226,18 +225,20 @@ class Redactions:
     """
 
     def __init__(self, conn: sqlite3.Connection, arriving: list[dict[str, Any]]):
-        self.by_project = redacted.known_replacements(conn) if redacted.accepted(conn) else {}
+        by_project = redacted.held_redactions(conn) if redacted.any_held(conn) else {}
         for event in arriving:
             if event["kind"] == redacted.KIND and not event["opaque"]:
-                self.by_project.setdefault(event["project"], {}).update(redacted.replacements_of(event["new"]))
-        self.accepted = frozenset(text for replacements in self.by_project.values() for text in replacements.values())
+                by_project.setdefault(event["project"], []).append(
+                    redacted.Redaction.of(event["ts"], event["machine"], event["clock"], event["new"]))
+        self.resolvers = redacted.resolvers(by_project)
+        self.accepted = redacted.accepted_strings(by_project)
 
     def held(self, event: dict[str, Any]) -> dict[str, Any]:
         "``event`` as it is held here: its values with every text a redaction of its project removed replaced."
-        replacements = self.by_project.get(event["project"])
-        if event["opaque"] or not replacements or event["kind"] == redacted.KIND:
+        resolver = self.resolvers.get(event["project"])
+        if event["opaque"] or not resolver:
             return event
-        values = {side: redacted.redacted_text(event[side], replacements, canonical) for side in ("old", "new")}
+        values = {side: redacted.redacted_text(event[side], resolver, canonical, event["kind"]) for side in ("old", "new")}
         return {**event, **{side: value for side, value in values.items() if value is not None}}
 
 
