@@ -4,13 +4,14 @@
 :func:`apply` replaces every string of the project that held the text: in the
 observations, in the records of the governed tier (claims, facts, their
 evidence, reviews and history, checkpoints) and in the old and new values of
-every event, this machine's own and those other machines sent. The search indexes follow: the
-word and trigram indexes through the observations' triggers, the deleted-words
-index by hand (it keeps no text to follow), each then optimized so no segment
-keeps the text's words. :func:`purge` then rewrites the file (``VACUUM``, the
-write-ahead log truncated) so no free page keeps it either, and re-embeds the
-entities whose text changed. A peer applies a redaction when it arrives
-(:mod:`..sync.events`), and every event it receives later, redacted on the way in.
+every event, this machine's own and those other machines sent. The search
+indexes follow: the word and trigram indexes through the observations'
+triggers, the deleted-words index by hand (it keeps no text to follow), each
+then optimized so no segment keeps the text's words. :func:`re_embed` embeds
+the entities whose text changed again, and :func:`purge` rewrites the file
+(``VACUUM``, the write-ahead log truncated) so no free page keeps it either. A
+peer applies a redaction when it arrives (:mod:`..sync.events`), and every
+event it receives later, redacted on the way in.
 
 What a redaction does not reach is listed, not hidden: the text in the SQL
 audit log (its chain hashes each row whole), in another project, and in older
@@ -27,9 +28,9 @@ from ..core import redacted, replication_lock
 from ..core.errors import InvalidInput
 from ..core.ledger import Caller, append_event, canonical
 from ..governed.statements import value_key
-from .replay import GRAPH_KINDS
 from ..vectors.index import refresh
 from ..vectors.side_file import memory_file_path, side_file, side_file_path_for
+from .replay import GRAPH_KINDS
 
 MIN_TEXT = 4  # shorter texts would match too much to be a secret
 MAX_TEXT = 10_000
