@@ -15,13 +15,14 @@ import queue
 import sqlite3
 import uuid
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from typing import Protocol, TypeVar
 
 from datasette_memory import Config, Memory
 from datasette_memory.core import witness
 from datasette_memory.core.database import connect, read_connection, read_transaction
 from datasette_memory.sqltools import SqlTools
+
+from .write_thread import WriteThread
 
 T = TypeVar("T")
 
@@ -93,7 +94,7 @@ class LocalBackend:
         self.allow_secrets = allow_secrets
         self.config = config or Config()
         # one thread for writes: they queue here, never in the threads reads run in
-        self.writes = ThreadPoolExecutor(max_workers=1, thread_name_prefix="datasette-memory writes")
+        self.writes = WriteThread("datasette-memory writes")
         self.readers: list[sqlite3.Connection] = []  # every read connection opened, for close()
         self.idle_readers: queue.SimpleQueue[sqlite3.Connection] = queue.SimpleQueue()
         # by (connection, project): a call reuses the facade its connection made for the project
@@ -110,7 +111,7 @@ class LocalBackend:
         connection that refuses writes.
         """
         if write:
-            return await asyncio.get_running_loop().run_in_executor(self.writes, self.run_write, function, project)
+            return await self.writes.run(self.run_write, function, project)
         return await asyncio.to_thread(self.run_read, function, project)
 
     async def sql(self, function: Callable[[SqlTools], T], project: str) -> T:
