@@ -361,6 +361,7 @@ def test_only_the_gate_issues_reviewers_and_no_agent_door_reaches_it():
         "datasette_memory/plugin/governance_routes.py",  # the JSON acts
         "datasette_memory/plugin/review_forms.py",  # the same acts as forms
         "datasette_memory/plugin/integrity_routes.py",  # acknowledging a divergence from the witness
+        "datasette_memory/plugin/redaction_routes.py",  # redacting a leaked text
     }
 
 

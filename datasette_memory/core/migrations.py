@@ -824,8 +824,8 @@ def m013_sync(db: Database) -> None:
 
 def redactable(table: str, message: str, alternative: str, keys: tuple[str, ...]) -> str:
     """
-    A trigger refusing every update of an event table but a redaction's (old and new
-    values given a redaction's mark, nothing else changed) and ``alternative``.
+    A trigger refusing every update of an event table but a redaction's (old or new
+    value given a redaction's mark, nothing else changed) and ``alternative``.
     """
     same = " AND ".join(f"new.{column} IS old.{column}" for column in keys + (
         "machine", "clock", "ts", "actor", "session", "project", "kind", "target", "old_digest", "new_digest",
@@ -834,7 +834,8 @@ def redactable(table: str, message: str, alternative: str, keys: tuple[str, ...]
         CREATE TRIGGER {table}_refuse_update BEFORE UPDATE ON {table}
         WHEN NOT (({alternative}) OR ({same}
             AND (new.old IS old.old OR instr(new.old, '[redacted ') > 0)
-            AND (new.new IS old.new OR instr(new.new, '[redacted ') > 0)))
+            AND (new.new IS old.new OR instr(new.new, '[redacted ') > 0)
+            AND (new.old IS NOT old.old OR new.new IS NOT old.new)))
         BEGIN
             SELECT RAISE(ABORT, '{message}');
         END;
@@ -844,8 +845,9 @@ def redactable(table: str, message: str, alternative: str, keys: tuple[str, ...]
 def redactable_record(trigger: str, table: str, message: str, fixed: tuple[str, ...], texts: tuple[str, ...],
                       keys: tuple[str, ...] = (), watched: tuple[str, ...] | None = None) -> str:
     """
-    A trigger refusing every update of a record's ``fixed`` columns, and of its ``texts``
-    but to a redaction's mark (each text's key, ``<text>_key``, follows its text).
+    A trigger refusing every update of a record but a redaction's: one of its ``texts``
+    given a redaction's mark, the others and its ``fixed`` columns unchanged (each
+    text's key, ``<text>_key``, follows its text).
 
     :param watched: the columns the trigger fires on (default every one named)
     """
@@ -853,6 +855,7 @@ def redactable_record(trigger: str, table: str, message: str, fixed: tuple[str, 
     kept = [f"new.{column} IS old.{column}" for column in fixed]
     kept += [f"(new.{column} IS old.{column} OR instr(new.{column}, '[redacted ') > 0)" for column in texts]
     kept += [f"(new.{key} IS old.{key} OR new.{key[:-4]} IS NOT old.{key[:-4]})" for key in keys]
+    kept.append("(" + " OR ".join(f"new.{column} IS NOT old.{column}" for column in texts) + ")")  # a redaction changes a text
     return f"""
         DROP TRIGGER {trigger};
         CREATE TRIGGER {trigger} BEFORE UPDATE OF {', '.join(columns)} ON {table}
