@@ -5,7 +5,8 @@ import sys
 import pytest
 from datasette.app import Datasette
 
-from datasette_memory import Config, Memory, SearchSettings, vectors
+from datasette_memory import Config, Memory, SearchSettings, hookimpl, vectors
+from datasette_memory.core import plugins
 from datasette_memory.vectors.side_file import close_side_files
 
 from .installed import CHROMIUM_FLAGS, chromium_path
@@ -106,3 +107,23 @@ def laptops(tmp_path):
     yield made
     for memory in made:
         memory.close()
+
+
+class Recorder:
+    "A memory_event implementation that keeps what it is given."
+
+    def __init__(self):
+        self.events = []
+
+    @hookimpl
+    def memory_event(self, event):
+        self.events.append(event)
+
+
+@pytest.fixture
+def recorder():
+    "A Recorder registered as a plugin for the test (tests/test_extending.py, tests/test_ledger_batch.py)."
+    recorder = Recorder()
+    plugins.plugin_manager().register(recorder, "recorder")
+    yield recorder
+    plugins.plugin_manager().unregister(name="recorder")

@@ -231,25 +231,6 @@ def test_a_client_named_twice_is_refused():
 # ---------------------------------------------------------------- memory_event
 
 
-class Recorder:
-    "A memory_event implementation that keeps what it is given."
-
-    def __init__(self):
-        self.events = []
-
-    @hookimpl
-    def memory_event(self, event):
-        self.events.append(event)
-
-
-@pytest.fixture
-def recorder():
-    recorder = Recorder()
-    plugins.plugin_manager().register(recorder, "recorder")
-    yield recorder
-    plugins.plugin_manager().unregister(name="recorder")
-
-
 def ledger(db_path):
     memory = Memory.open(db_path)
     try:

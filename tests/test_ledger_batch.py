@@ -11,7 +11,7 @@ import sqlite3
 
 import pytest
 
-from datasette_memory import Memory, hookimpl
+from datasette_memory import Memory
 from datasette_memory.core import plugins, witness
 from datasette_memory.core.database import connect, write_transaction
 from datasette_memory.core.clock import now
@@ -37,25 +37,6 @@ TABLES = {
     "memory_event_names": "SELECT * FROM memory_event_names ORDER BY project, name, event_id",
     "memory_deleted_fts": "SELECT rowid, text FROM memory_deleted_fts ORDER BY rowid",
 }
-
-
-class Recorder:
-    "A memory_event implementation that keeps what it is given."
-
-    def __init__(self):
-        self.events = []
-
-    @hookimpl
-    def memory_event(self, event):
-        self.events.append(event)
-
-
-@pytest.fixture
-def recorder():
-    recorder = Recorder()
-    plugins.plugin_manager().register(recorder, "batch-recorder")
-    yield recorder
-    plugins.plugin_manager().unregister(name="batch-recorder")
 
 
 @pytest.fixture
