@@ -19,7 +19,7 @@ from click.testing import CliRunner
 from datasette_memory import Config, Memory, SearchSettings
 from datasette_memory.cli import cli
 from datasette_memory.core.ledger import EVENT_COLUMNS
-from datasette_memory.core.witness import witness_path
+from datasette_memory.core.witness import flush, witness_path
 from datasette_memory.history.file_check import CannotVerify, open_read_only, verify_file
 from datasette_memory.sqltools import SqlRefused, SqlTools
 
@@ -93,6 +93,7 @@ def rich_template(tmp_path_factory, reviewer):
     path = tmp_path_factory.mktemp("template") / "memory.db"
     build_rich(path, reviewer)
     assert not pathlib.Path(f"{path}-wal").exists(), "every connection closed: the file holds everything"
+    assert flush(), "the witness beside it holds every head, before tests copy it"
     return path
 
 
@@ -658,6 +659,7 @@ def test_a_corrupt_page_never_verifies(rich, where):
 
 
 def test_the_witness_follows_every_commit(rich):
+    "The witness is written in the background after each commit: flush() waits for it, as a door's close does."
     seen = json.loads(witness_path(rich).read_text())
     conn = raw(rich)
     head = conn.execute("SELECT id, hash FROM events ORDER BY id DESC LIMIT 1").fetchone()
@@ -665,6 +667,7 @@ def test_the_witness_follows_every_commit(rich):
     conn.close()
     assert (seen["event_id"], seen["hash"], seen["audit_row"], seen["audit_hash"]) == (*head, *audit)
     SqlTools(rich, actor="agent").read_query("SELECT 1")
+    assert flush()
     assert json.loads(witness_path(rich).read_text())["audit_row"] == audit[0] + 1
     memory = Memory.open(rich, project="p", config=LEXICAL)
     memory.append_event("one more")
