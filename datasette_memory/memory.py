@@ -36,9 +36,7 @@ from .governed.tier import GovernedTier
 from .graph import curation, mutations, paging, reads
 from .history import as_of as history_as_of, compare, diff, file_check, provenance
 from .search import memory_search, nodes
-from .sqltools.snapshots import list_snapshots, snapshot_folder
 from .vectors import background
-from .vectors.side_file import memory_file_path
 
 T = TypeVar("T")
 
@@ -491,17 +489,12 @@ class Memory:
         :return: ``{event, strings, replaced, entities, embedded, file, remaining, older_copies}``
         """
         caller = require_reviewer(reviewer).caller
-        reason = check_rationale(reason, "reason")
+        text, reason = redaction.checked_arguments(text, reason)
         self.scope.refuse_secrets(reason=reason)
-        text = redaction.checked_text(text)
-        if text in reason:
-            raise InvalidInput("reason: it holds the text being redacted; say why without it (nothing was changed)")
         with write_transaction(self.conn):
             done = redaction.redact(self.conn, caller, self.project, text, reason, target)
         done["embedded"] = redaction.re_embed(self.conn, self.project, done["entities"])
         done["file"] = redaction.purge(self.conn)
         done["remaining"] = redaction.remaining(self.conn, text)
-        path = memory_file_path(self.conn)
-        copies = list_snapshots(snapshot_folder(path, self.config.snapshot_dir), path.stem) if path else []
-        done["older_copies"] = redaction.older_copies(copies, text, delete_older_copies)
+        done["older_copies"] = redaction.older_copies(self.conn, self.config.snapshot_dir, text, delete_older_copies)
         return done

@@ -282,3 +282,19 @@ def test_a_bucket_is_emptied_by_the_person_and_then_started_anew(tmp_path):
         done = cli("restore", "--from", place.url, *place.options, "--to", str(restored), env=env)
         assert done.returncode == 0, done.stdout + done.stderr
         assert verify_file(restored)["ok"] and holds_secret(restored) == []
+
+
+def test_a_snapshot_holding_the_text_only_in_a_claim_or_a_fact_is_listed(tmp_path):
+    path = tmp_path / "memory.db"
+    memory = Memory.open(path, project="team", config=LEXICAL, allow_secrets=True)
+    memory.create_entities([{"name": "payments", "entityType": "service", "observations": []}])
+    memory.governed.propose_claim("payments", "api key", SECRET)
+    memory.governed.record_fact(issue_reviewer("olive"), "payments", "auth", "bearer token", f"rotated after {SECRET} leaked")
+    before = take_snapshot(path, snapshot_folder(path), MANUAL)
+    memory.redact(issue_reviewer(), SECRET, REASON, "payments")
+    memory.close()
+    (found,) = listing(path)["redactions"]
+    assert found["snapshots"] == [str(before)]
+    held = check_file(before, redactions(sqlite3.connect(path)), redactions(sqlite3.connect(path)))
+    # the claim's object, the fact's rationale and its history's, in their records; and the two events' values
+    assert held == {"held": {found["redaction"]: 5}}

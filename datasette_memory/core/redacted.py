@@ -43,7 +43,12 @@ def text_digest(text: str) -> str:
 
 def mark(text: str) -> str:
     "What a redaction puts where ``text`` was: the first 12 hex digits of its sha256."
-    return f"{MARK_START}{text_digest(text)[:12]}]"
+    return mark_of(text_digest(text))
+
+
+def mark_of(sha: str) -> str:
+    "The mark of the text whose sha256 is ``sha``."
+    return f"{MARK_START}{sha[:12]}]"
 
 
 def decoded_value(value: str | None) -> dict[str, Any]:
@@ -93,7 +98,7 @@ class Redaction:
         start = 0
         while start + length <= len(string):
             if text_digest(string[start:start + length]) == sha:
-                marked = f"{MARK_START}{sha[:12]}]"
+                marked = mark_of(sha)
                 string = string[:start] + marked + string[start + length:]
                 start += len(marked)
             else:
@@ -185,14 +190,14 @@ def any_held(conn: sqlite3.Connection) -> bool:
         conn.execute("SELECT 1 FROM memory_sync_events WHERE kind = 'redact' LIMIT 1").fetchone() is not None
 
 
-def accepted_strings(by_project: Mapping[str, Iterable[Redaction]]) -> frozenset[str]:
-    "The strings redactions put in place, in every project: a value holding one may differ from its digest."
-    return frozenset(text for resolver in resolvers(by_project).values() for text in resolver.produced())
+def accepted_strings(by_project: Mapping[str, Resolver]) -> frozenset[str]:
+    "The strings each project's redactions put in place: a value holding one may differ from its digest."
+    return frozenset(text for resolver in by_project.values() for text in resolver.produced())
 
 
 def accepted(conn: sqlite3.Connection) -> frozenset[str]:
     "The strings the redactions this file holds put in place: a value holding one may differ from its digest."
-    return accepted_strings(held_redactions(conn)) if any_held(conn) else frozenset()
+    return accepted_strings(resolvers(held_redactions(conn))) if any_held(conn) else frozenset()
 
 
 def strings(value: Any) -> Iterable[str]:

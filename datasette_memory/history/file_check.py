@@ -335,10 +335,12 @@ def deleted_words_differences(copy: sqlite3.Connection) -> list[dict[str, Any]]:
 
 
 # The words each deletion removed, as the triggers of migrations m007 and m008 index them
-DELETED_WORDS_SQL = f"""
-    SELECT id, CASE WHEN kind IN ('delete_observation', 'update_observation') THEN json_extract(old, '$')
+# (an event row's columns; a redaction rewrites the index with it too, history/redaction.py)
+DELETED_WORDS = """CASE WHEN kind IN ('delete_observation', 'update_observation') THEN json_extract(old, '$')
         ELSE coalesce(json_extract(old, '$.name'), '') || ' ' || coalesce(json_extract(old, '$.entityType'), '') || ' '
-            || coalesce((SELECT group_concat(value, ' ') FROM json_each(old, '$.observations')), '') END
+            || coalesce((SELECT group_concat(value, ' ') FROM json_each(old, '$.observations')), '') END"""
+DELETED_WORDS_SQL = f"""
+    SELECT id, {DELETED_WORDS}
     FROM main_file.events WHERE kind IN ({', '.join(repr(kind) for kind in DELETED_WORDS_KINDS)}) AND old IS NOT NULL
     ORDER BY id
 """

@@ -27,21 +27,15 @@ from typing import Any
 from ..core import redacted, replication_lock
 from ..core.errors import InvalidInput
 from ..core.ledger import Caller, append_event, canonical
-from ..governed.statements import value_key
+from ..governed.statements import check_rationale, value_key
+from ..sqltools.snapshots import list_snapshots, snapshot_folder
 from ..vectors.index import refresh
 from ..vectors.side_file import memory_file_path, side_file, side_file_path_for
+from .file_check import DELETED_WORDS, DELETED_WORDS_KINDS
 from .replay import GRAPH_KINDS
 
 MIN_TEXT = 4  # shorter texts would match too much to be a secret
 MAX_TEXT = 10_000
-# the text the deleted-words index holds for an event (as migrations m007 and m009 index it)
-DELETED_WORDS = """
-    CASE kind WHEN 'delete_observation' THEN json_extract(old, '$') WHEN 'update_observation' THEN json_extract(old, '$')
-    ELSE coalesce(json_extract(old, '$.name'), '') || ' '
-        || coalesce(json_extract(old, '$.entityType'), '') || ' '
-        || coalesce((SELECT group_concat(value, ' ') FROM json_each(old, '$.observations')), '') END
-"""
-DELETED_KINDS = ("delete_entity", "delete_observation", "update_observation")
 INDEXES = ("observations_fts", "observations_trigram", "memory_deleted_fts")
 # The governed tier's records a redaction rewrites (migration m014 lets it): their text
 # columns, and which rows are the project's. A statement's keys follow its texts.
@@ -73,6 +67,15 @@ def checked_text(text: Any) -> str:
     return text
 
 
+def checked_arguments(text: Any, reason: Any) -> tuple[str, str]:
+    "A redaction's text and reason, or :class:`InvalidInput` naming what is wrong (the reason must not repeat the text)."
+    reason = check_rationale(reason, "reason")
+    text = checked_text(text)
+    if text in reason:
+        raise InvalidInput("reason: it holds the text being redacted; say why without it (nothing was changed)")
+    return text, reason
+
+
 def in_names(conn: sqlite3.Connection, project: str, text: str) -> list[str]:
     "The entity names, types and relation types of ``project`` (now or in its events' targets) holding ``text``."
     rows = conn.execute(
@@ -84,6 +87,11 @@ def in_names(conn: sqlite3.Connection, project: str, text: str) -> list[str]:
     return [row[0] for row in rows]
 
 
+def as_stored(text: str) -> str:
+    "``text`` as it stands inside a stored JSON value (its escapes)."
+    return json.dumps(text, ensure_ascii=False)[1:-1]
+
+
 def gather(conn: sqlite3.Connection, project: str, text: str, mark: str) -> dict[str, str]:
     "``{digest: replacement}`` for every string of ``project``'s graph, records and events that holds ``text``."
     found: dict[str, str] = {}
@@ -92,11 +100,10 @@ def gather(conn: sqlite3.Connection, project: str, text: str, mark: str) -> dict
         if text in value:
             found[redacted.text_digest(value)] = value.replace(text, mark)
 
-    needle = json.dumps(text, ensure_ascii=False)[1:-1]  # as it stands inside a stored JSON value
     for table, whole in (("events", ""), ("memory_sync_events", " AND opaque = 0")):
         for old, new in conn.execute(
             f"SELECT old, new FROM {table} WHERE project = :p{whole} "
-            "AND (instr(old, :t) OR instr(new, :t))", {"p": project, "t": needle}
+            "AND (instr(old, :t) OR instr(new, :t))", {"p": project, "t": as_stored(text)}
         ):
             for value in (old, new):
                 if value is not None:
@@ -115,38 +122,42 @@ def gather(conn: sqlite3.Connection, project: str, text: str, mark: str) -> dict
     return found
 
 
+def refusal(conn: sqlite3.Connection, project: str, text: str, found: dict[str, str]) -> str | None:
+    "Why ``text`` (checked by :func:`checked_text`) cannot be redacted from ``project``, given what :func:`gather` found; None if it can."
+    names = in_names(conn, project, text)
+    if names:
+        return (f"the text is part of a name in project {project} ({', '.join(names)}): names key the ledger's "
+                "events and cannot be redacted; rename the entity first, then redact the text from its observations")
+    if not found:
+        return f"the text is stored nowhere in project {project}'s graph or its events"
+    return None
+
+
 def preview(conn: sqlite3.Connection, project: str, text: str) -> dict[str, Any]:
     """
     What redacting ``text`` from ``project`` would change, read only: ``{strings,
-    observations, events, foreign_events, entities}``, or :class:`InvalidInput`
+    observations, records, events, foreign_events, entities}``, or :class:`InvalidInput`
     saying why it cannot be done (as :func:`redact` would).
     """
     text = checked_text(text)
-    names = in_names(conn, project, text)
-    if names:
-        raise InvalidInput(f"the text is part of a name in project {project} ({', '.join(names)}): names key the ledger's "
-                           "events and cannot be redacted; rename the entity first, then redact the text from its observations")
     found = gather(conn, project, text, "")
-    if not found:
-        raise InvalidInput(f"the text is stored nowhere in project {project}'s graph or its events")
-    needle = json.dumps(text, ensure_ascii=False)[1:-1]
+    problem = refusal(conn, project, text, found)
+    if problem:
+        raise InvalidInput(problem)
     counts = {}
     for key, table, whole in (("events", "events", ""), ("foreign_events", "memory_sync_events", " AND opaque = 0")):
         (counts[key],) = conn.execute(
             f"SELECT count(*) FROM {table} WHERE project = :p{whole} "
-            "AND (instr(old, :t) OR instr(new, :t))", {"p": project, "t": needle}).fetchone()
+            "AND (instr(old, :t) OR instr(new, :t))", {"p": project, "t": as_stored(text)}).fetchone()
     counts["records"] = sum(
         conn.execute(f"SELECT count(*) FROM {table} WHERE {rows} AND ({' OR '.join(f'instr({c}, :text)' for c in columns)})",
                      {"project": project, "text": text}).fetchone()[0]
         for table, (columns, rows) in RECORDS.items()
     )
-    entities = [name for (name,) in conn.execute(
-        "SELECT DISTINCT e.name FROM observations o JOIN entities e ON e.id = o.entity_id WHERE e.project = ? "
-        "AND instr(o.content, ?) ORDER BY e.name", [project, text])]
-    (observations,) = conn.execute(
-        "SELECT count(*) FROM observations o JOIN entities e ON e.id = o.entity_id WHERE e.project = ? AND instr(o.content, ?)",
-        [project, text]).fetchone()
-    return {"strings": len(found), "observations": observations, **counts, "entities": entities}
+    holders = [name for (name,) in conn.execute(
+        "SELECT e.name FROM observations o JOIN entities e ON e.id = o.entity_id WHERE e.project = ? AND instr(o.content, ?)",
+        [project, text])]
+    return {"strings": len(found), "observations": len(holders), **counts, "entities": sorted(set(holders))}
 
 
 def redact(conn: sqlite3.Connection, caller: Caller, project: str, text: str, reason: str, target: str) -> dict[str, Any]:
@@ -159,13 +170,13 @@ def redact(conn: sqlite3.Connection, caller: Caller, project: str, text: str, re
     :param reason: why, recorded with the redaction
     :param target: what the person redacted from (an entity's name, or ``event N``)
     :raises InvalidInput: if the text is in a name, or nowhere in the project
-    :return: ``{event, replaced, entities, strings}``
+    :return: ``{event, machine, clock, mark, strings, replaced, entities}``
     """
-    try:
-        preview(conn, project, text)
-    except InvalidInput as e:
-        raise InvalidInput(f"{e}; nothing was changed") from None
+    text = checked_text(text)
     replacements = gather(conn, project, text, redacted.mark(text))
+    problem = refusal(conn, project, text, replacements)
+    if problem:
+        raise InvalidInput(f"{problem}; nothing was changed")
     named = {"sha256": redacted.text_digest(text), "length": len(text)}
     event = append_event(conn, caller, project, redacted.KIND, target,
                          new={"reason": reason, "replacements": replacements, "text": named})
@@ -238,7 +249,7 @@ def rewrite_values(conn: sqlite3.Connection, table: str, key: str, project: str,
         if kind in GRAPH_KINDS:
             entities.add(target)
         count += 1
-        if own and kind in DELETED_KINDS and old_text is not None:
+        if own and kind in DELETED_WORDS_KINDS and old_text is not None:
             conn.execute("INSERT INTO memory_deleted_fts (memory_deleted_fts, rowid, text) VALUES ('delete', ?, ?)", [id, words])
             conn.execute(f"INSERT INTO memory_deleted_fts (rowid, text) SELECT id, {DELETED_WORDS} FROM events WHERE id = ?", [id])
     return count
@@ -295,7 +306,6 @@ def purge(conn: sqlite3.Connection) -> dict[str, Any]:
 def remaining(conn: sqlite3.Connection, text: str) -> list[dict[str, Any]]:
     "Where ``text`` still stands after a redaction: ``[{table, column, rows}]`` (the SQL audit log, other projects)."
     found = []
-    needle = json.dumps(text, ensure_ascii=False)[1:-1]
     for table, columns in {**{t: c for t, (c, _) in RECORDS.items()}, **UNREACHED}.items():
         for column in columns:
             (count,) = conn.execute(f"SELECT count(*) FROM {table} WHERE instr({column}, ?)", [text]).fetchone()
@@ -303,7 +313,7 @@ def remaining(conn: sqlite3.Connection, text: str) -> list[dict[str, Any]]:
                 found.append({"table": table, "column": column, "rows": count})
     for table in ("events", "memory_sync_events"):
         (count,) = conn.execute(
-            f"SELECT count(*) FROM {table} WHERE instr(old, :t) OR instr(new, :t) OR instr(target, :t)", {"t": needle}
+            f"SELECT count(*) FROM {table} WHERE instr(old, :t) OR instr(new, :t) OR instr(target, :t)", {"t": as_stored(text)}
         ).fetchone()
         if count:
             found.append({"table": table, "column": "old, new", "rows": count})
@@ -313,15 +323,19 @@ def remaining(conn: sqlite3.Connection, text: str) -> list[dict[str, Any]]:
     return found
 
 
-def older_copies(copies: list[pathlib.Path], text: str, delete: bool) -> list[dict[str, Any]]:
+def older_copies(conn: sqlite3.Connection, snapshot_dir: pathlib.Path | None, text: str, delete: bool) -> list[dict[str, Any]]:
     """
     The copies of the file made before (its snapshots) that still hold ``text``, deleted if ``delete``.
 
+    :param snapshot_dir: where the door puts snapshots (None: beside the file)
     :return: ``[{path, bytes, deleted}]``
     """
+    memory_path = memory_file_path(conn)
+    if memory_path is None:
+        return []
     found = []
     needle = text.encode("utf-8")
-    for path in copies:
+    for path in list_snapshots(snapshot_folder(memory_path, snapshot_dir), memory_path.stem):
         try:
             holds = needle in path.read_bytes()
         except OSError:

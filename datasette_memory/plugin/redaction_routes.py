@@ -25,10 +25,8 @@ from ..core.errors import InvalidInput, NotFound
 from ..history import redaction
 from ..governed.gate import reviewer_for_request
 from ..memory import Memory
-from ..sqltools.snapshots import list_snapshots, snapshot_folder
-from ..vectors.side_file import memory_file_path
 from . import drafts
-from .connection import call_memory, memory_config
+from .connection import call_memory
 from .curation_forms import entity_path
 from .error_pages import handled
 from .pages import chosen_project, form_fields, render_page, viewable_database, wants_json
@@ -86,15 +84,6 @@ def first_fields(request: Any, about: dict[str, Any]) -> dict[str, str]:
     return {"text": chosen, "reason": "", "delete_older": ""}
 
 
-def older_copies(datasette: Any, conn: Any, text: str) -> list[dict[str, Any]]:
-    "The snapshots of the memory file that hold ``text`` (none deleted)."
-    path = memory_file_path(conn)
-    if path is None:
-        return []
-    copies = list_snapshots(snapshot_folder(path, memory_config(datasette).snapshot_dir), path.stem)
-    return redaction.older_copies(copies, text, delete=False)
-
-
 def masked(text: str) -> str:
     "The text to remove, as the confirmation shows it: its start and its length, not the secret whole."
     return f"{text[:4]}… ({len(text):,} characters)" if len(text) > 8 else f"{len(text)} characters"
@@ -120,14 +109,11 @@ async def redact_page(datasette: Any, request: Any) -> Response:
         gone = "That confirmation is no longer kept (the server restarted since): fill in the form again." if drafts.asked(request) else None
         return await render(datasette, request, {**context, "step": "form", "fields": first_fields(request, about), "notice": gone})
     try:
-        if not fields["reason"].strip():
-            raise InvalidInput("reason: say why, for whoever reads the ledger later (a leaked key, say)")
-        if redaction.checked_text(fields["text"]) in fields["reason"]:
-            raise InvalidInput("reason: it holds the text being redacted; say why without it")
+        redaction.checked_arguments(fields["text"], fields["reason"])
 
         def look(memory: Memory) -> dict[str, Any]:
             return {**redaction.preview(memory.conn, about["project"], fields["text"]),
-                    "older_copies": older_copies(datasette, memory.conn, fields["text"]),
+                    "older_copies": redaction.older_copies(memory.conn, memory.config.snapshot_dir, fields["text"], delete=False),
                     "shared": memory.conn.execute("SELECT 1 FROM memory_sync_projects WHERE project = ?",
                                                   [about["project"]]).fetchone() is not None}
 

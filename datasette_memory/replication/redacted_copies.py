@@ -38,12 +38,12 @@ from typing import Any
 
 from ..core import redacted
 from ..history.file_check import verify_file
+from ..history.redaction import RECORDS
 from .litestream import Litestream, private_folder, write_config
 from .replica_copies import Copy, Replica
 from .replica_target import ReplicaTarget, ReplicationError
 from .replicator import Replication, take_lock
 
-MAX_CHAIN = 16  # a string redacted by one redaction after another: as many steps are followed
 STATE_SUFFIX = "-litestream"  # Litestream's local state beside the file: .<name>-litestream
 
 
@@ -102,11 +102,7 @@ def redactions(conn: sqlite3.Connection) -> list[Redaction]:
 
 def reason_of(value: str | None) -> str | None:
     "The reason a ``redact`` event's value gives."
-    try:
-        decoded = json.loads(value) if value else None
-    except ValueError:
-        return None
-    reason = decoded.get("reason") if isinstance(decoded, dict) else None
+    reason = redacted.decoded_value(value).get("reason")
     return reason if isinstance(reason, str) else None
 
 
@@ -114,12 +110,18 @@ def reason_of(value: str | None) -> str | None:
 
 
 def project_strings(conn: sqlite3.Connection, project: str) -> Iterable[str]:
-    "Every string ``project`` keeps: its observations, and the strings inside its events' old and new values (its own and its peers')."
+    """
+    Every string ``project`` keeps where a redaction reaches: its observations, the governed tier's
+    records, and the strings inside its events' old and new values (its own and its peers').
+    """
     for (content,) in conn.execute(
         "SELECT o.content FROM observations o JOIN entities e ON e.id = o.entity_id WHERE e.project = ?", [project]
     ):
         if isinstance(content, str):
             yield content
+    for table, (columns, rows) in RECORDS.items():
+        for values in conn.execute(f"SELECT {', '.join(columns)} FROM {table} WHERE {rows}", {"project": project}):
+            yield from (value for value in values if isinstance(value, str))
     for table, whole in (("events", ""), ("memory_sync_events", " AND opaque = 0")):
         for old, new in conn.execute(
             f"SELECT old, new FROM {table} WHERE project = ? AND kind != 'redact'{whole} AND (old IS NOT NULL OR new IS NOT NULL)",
@@ -160,7 +162,7 @@ def texts_held(conn: sqlite3.Connection, wanted: list[Redaction], known: list[Re
 def matching(text: str, wanted: list[Redaction], later: Mapping[str, str]) -> set[str]:
     "The redactions of ``wanted`` whose map names ``text``, or what earlier redactions turned it into."
     found: set[str] = set()
-    for _ in range(MAX_CHAIN):
+    for _ in range(redacted.MAX_STEPS):
         digest = redacted.text_digest(text)
         found.update(redaction.key for redaction in wanted if digest in redaction.replacements)
         if digest not in later:

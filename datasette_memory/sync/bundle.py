@@ -174,8 +174,8 @@ def sync_bundle(memory: Memory, path: pathlib.Path, only: str | None = None) -> 
         report.sent = len(sending)
         if redacted.any_held(memory.conn):
             travelling = redactions_travel(memory.conn, shared_projects(memory.conn))
-            redact_held(bundle, {project: redacted.Resolver(redactions) for project, redactions
-                                 in redacted.held_redactions(memory.conn).items() if project in travelling})
+            held = redacted.held_redactions(memory.conn)
+            redact_held(bundle, redacted.resolvers({project: held[project] for project in held.keys() & travelling}))
     finally:
         bundle.close()
     record_peer(memory, report)

@@ -231,7 +231,7 @@ class Redactions:
                 by_project.setdefault(event["project"], []).append(
                     redacted.Redaction.of(event["ts"], event["machine"], event["clock"], event["new"]))
         self.resolvers = redacted.resolvers(by_project)
-        self.accepted = redacted.accepted_strings(by_project)
+        self.accepted = redacted.accepted_strings(self.resolvers)
 
     def held(self, event: dict[str, Any]) -> dict[str, Any]:
         "``event`` as it is held here: its values with every text a redaction of its project removed replaced."
