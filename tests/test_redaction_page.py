@@ -119,6 +119,12 @@ def test_in_a_browser_a_person_redacts_a_leaked_key_from_the_entity_page(leaked,
         page.get_by_role("link", name="redact").first.click()
         expect(page.get_by_role("heading", name="Redact a text")).to_be_visible()
         expect(page.get_by_label("Text to remove")).to_have_value(f"calls the processor with {SECRET} in the header")
+        page.get_by_label("Text to remove").fill("sk-")
+        page.get_by_label("Reason").fill("a live API key an agent pasted")
+        page.get_by_role("button", name="Review what will be redacted").click()
+        expect(page.locator(".message-error")).to_contain_text("would match too much")  # the form again, as filled in
+        expect(page.get_by_label("Reason")).to_have_value("a live API key an agent pasted")
+        screenshot(page, "redact-refused")
         page.get_by_label("Text to remove").fill(SECRET)  # only the key: the rest of the observation stays
         page.get_by_label("Reason").fill("a live API key an agent pasted")
         page.get_by_label("Also delete the older snapshots").check()
