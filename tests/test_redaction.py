@@ -396,3 +396,36 @@ def test_any_history_of_redactions_of_one_string_resolves_to_every_text_removed(
     for copy in versions:
         assert (resolver.follow(copy) or copy) == final
     assert final in resolver.produced()
+
+
+def test_tamper_evidence_outlasts_a_redaction_and_the_writes_after_it(tmp_path):
+    "A rewind, then a person's redaction (a write that rewrites the file), then ordinary writes: verify still fails."
+    from .tampering import build, rewind
+
+    path = tmp_path / "memory.db"
+    build(path)
+    rewind(path)
+    memory = Memory.open(path, project="p", actor="claude", config=LEXICAL)
+    memory.redact(issue_reviewer(), "port 80", "not a secret, but redacted all the same", "svc-a")
+    memory.add_observations([{"entityName": "svc-a", "contents": ["an ordinary write after it"]}])
+    memory.close()
+    assert not verify_file(path)["ok"]
+
+
+def test_a_forged_redaction_mark_is_an_edit_even_after_a_real_redaction(tmp_path):
+    "A value edited to look redacted, with no redaction behind it, is reported; a later real redaction of another text does not vouch for it."
+    from .tampering import build, raw, triggers_dropped
+
+    path = tmp_path / "memory.db"
+    build(path)
+    conn = raw(path)
+    with triggers_dropped(conn, "events_refuse_update"):
+        conn.execute("UPDATE events SET new = ? WHERE id = 2", [json.dumps(f"runs on {redacted.mark('port 80')}")])
+    conn.commit()
+    conn.close()
+    memory = Memory.open(path, project="p", actor="claude", config=LEXICAL)
+    memory.redact(issue_reviewer(), "obs 3", "another text", "svc-3")
+    memory.add_observations([{"entityName": "svc-3", "contents": ["an ordinary write after it"]}])
+    memory.close()
+    chain = next(check for check in verify_file(path)["checks"] if check["check"] == "ledger chain")
+    assert chain["problems"][0]["row"] == 2 and "value does not match its digest" in chain["problems"][0]["found"]
