@@ -20,6 +20,7 @@ from mcp.shared.exceptions import MCPError
 
 from datasette_memory import Config, InvalidInput, Memory
 from datasette_memory.cli import cli
+from datasette_memory.core import witness
 from datasette_memory.core.checkpoints import DEFAULT_BUDGET as RESUME_BUDGET
 from datasette_memory.core.stored_data import STORED_DATA_NOTE
 from datasette_memory.plugin.resources import datasette_config
@@ -277,6 +278,7 @@ async def test_resume_prompt_gives_the_resume_context_as_data(serve, db_path, le
     memory.append_event("chose SQLite for the cache", "decision")
     memory.checkpoint("cache layer done; next: eviction policy")
     memory.append_event("started on eviction")
+    assert witness.flush()  # written in the background; the server reads it at start
     expected = memory.resume_context(50, RESUME_BUDGET)
     memory.close()
     for profile in ("memory", "official"):
