@@ -11,6 +11,12 @@ run), so an earlier tree can be compared with this one on the same machine state
 - ``--writes`` calls of ``create_entities`` with one entity each on a fresh file,
   the median, with the connection's ``synchronous`` pragma at FULL (what memory
   uses: each commit waits for the disk) and at NORMAL, which shows what the flush costs;
+- the same load and one-entity writes in raw SQLite beside them: the same rows written
+  into a file of the same schema (its tables, their four full-text indexes and the
+  triggers that keep them) through a plain ``sqlite3`` connection, one ``INSERT`` per
+  table per call and a commit with ``synchronous`` FULL: no ledger events, validation,
+  secret scan or witness. What SQLite alone takes to store what memory stores and
+  index it for search;
 - 10 batches of 1,000 ``create_entity`` events appended with ``append_events`` on a fresh
   file, split into the Python that builds the rows (clocks, canonical JSON, digests, the
   chained hashes) and SQLite's insert of them (a tree without ``append_events`` shows ``-``).
@@ -100,6 +106,60 @@ def one_entity_writes(writes: int, synchronous: str) -> float:
     return statistics.median(times) * 1000
 
 
+def raw_file() -> Any:
+    "A plain connection to a fresh file of memory's schema (made by ``Memory.open``)."
+    import sqlite3
+
+    path = pathlib.Path(tempfile.mkdtemp()) / "raw.db"
+    memory_at(path).close()
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("PRAGMA synchronous = FULL")
+    return conn
+
+
+def raw_insert(conn: Any, entities: list[dict[str, Any]]) -> None:
+    "Write ``entities`` and their observations as rows in one transaction, one INSERT per table."
+    conn.execute("BEGIN IMMEDIATE")
+    last = conn.execute(
+        "INSERT INTO entities (project, name, entity_type, created_at) SELECT 'default', json_extract(value, '$[0]'), "
+        "json_extract(value, '$[1]'), '2026-12-03T00:00:00+00:00' FROM json_each(?) ORDER BY key",
+        [json.dumps([[e["name"], e["entityType"]] for e in entities])],
+    ).lastrowid
+    rows = [[last - len(entities) + 1 + i, o] for i, e in enumerate(entities) for o in e["observations"]]
+    conn.execute(
+        "INSERT INTO observations (entity_id, content, created_at) SELECT json_extract(value, '$[0]'), "
+        "json_extract(value, '$[1]'), '2026-12-03T00:00:00+00:00' FROM json_each(?) ORDER BY key",
+        [json.dumps(rows)],
+    )
+    conn.execute("COMMIT")
+
+
+def raw_load(entities: int) -> float:
+    "Seconds raw SQLite takes to store the load's rows in memory's schema."
+    sys.path.insert(0, str(ROOT / "bench"))
+    from mcp_latency import entity
+
+    conn = raw_file()
+    start = time.perf_counter()
+    for first in range(0, entities, 1000):
+        raw_insert(conn, [entity(i) for i in range(first, min(entities, first + 1000))])
+    total = time.perf_counter() - start
+    conn.close()
+    return total
+
+
+def raw_writes(writes: int) -> float:
+    "The median ms of raw SQLite storing one entity of one observation, with a durable commit."
+    conn = raw_file()
+    times = []
+    for n in range(writes):
+        start = time.perf_counter()
+        raw_insert(conn, [{"name": f"timed-{n}", "entityType": "service", "observations": [f"made by call {n}"]}])
+        times.append(time.perf_counter() - start)
+    conn.close()
+    return statistics.median(times) * 1000
+
+
 def event_parts() -> tuple[float, float] | None:
     "Median ms of building and of inserting 1,000 events, or None without append_events."
     sys.path.insert(0, str(ROOT / "bench"))
@@ -131,6 +191,10 @@ def event_parts() -> tuple[float, float] | None:
 def child(arguments: dict[str, Any]) -> None:
     if arguments["what"] == "load":
         print(json.dumps(load(arguments["entities"])))
+    elif arguments["what"] == "raw load":
+        print(json.dumps(raw_load(arguments["entities"])))
+    elif arguments["what"] == "raw writes":
+        print(json.dumps(raw_writes(arguments["writes"])))
     elif arguments["what"] == "events":
         print(json.dumps(event_parts()))
     else:
@@ -158,7 +222,10 @@ def main() -> None:
     loads: dict[str, list[dict[str, float]]] = {name: [] for name in checkouts}
     writes: dict[tuple[str, str], list[float]] = {}
     events: dict[str, list[Any]] = {name: [] for name in checkouts}
+    raw: dict[str, list[float]] = {"load": [], "writes": []}
     for _ in range(args.runs):
+        raw["load"].append(run(ROOT, {"what": "raw load", "entities": args.entities}))
+        raw["writes"].append(run(ROOT, {"what": "raw writes", "writes": args.writes}))
         for name, checkout in checkouts.items():  # the trees take turns, run by run
             loads[name].append(run(checkout, {"what": "load", "entities": args.entities}))
             events[name].append(run(checkout, {"what": "events"}))
@@ -166,16 +233,20 @@ def main() -> None:
                 writes.setdefault((name, synchronous), []).append(
                     run(checkout, {"what": "writes", "writes": args.writes, "synchronous": synchronous}))
     print(f"{args.entities:,} entities of 5 observations in calls of 1,000, in process; medians of {args.runs} runs (s)")
-    print("| stage | " + " | ".join(checkouts) + " |")
-    print("|---|" + "---:|" * len(checkouts))
+    print("| stage | " + " | ".join(checkouts) + " | raw SQLite |")
+    print("|---|" + "---:|" * (len(checkouts) + 1))
     for stage in ("load", *STAGES):
-        print(f"| {stage} | " + " | ".join(f"{statistics.median(r[stage] for r in loads[name]):.3f}" for name in checkouts) + " |")
+        raw_cell = f"{statistics.median(raw['load']):.3f}" if stage == "load" else "-"
+        print(f"| {stage} | " + " | ".join(f"{statistics.median(r[stage] for r in loads[name]):.3f}" for name in checkouts)
+              + f" | {raw_cell} |")
     print()
     print(f"create_entities of one entity, median of {args.writes} calls, medians of {args.runs} runs (ms)")
-    print("| synchronous | " + " | ".join(checkouts) + " |")
-    print("|---|" + "---:|" * len(checkouts))
+    print("| synchronous | " + " | ".join(checkouts) + " | raw SQLite |")
+    print("|---|" + "---:|" * (len(checkouts) + 1))
     for synchronous in ("FULL", "NORMAL"):
-        print(f"| {synchronous} | " + " | ".join(f"{statistics.median(writes[(name, synchronous)]):.3f}" for name in checkouts) + " |")
+        raw_cell = f"{statistics.median(raw['writes']):.3f}" if synchronous == "FULL" else "-"
+        print(f"| {synchronous} | " + " | ".join(f"{statistics.median(writes[(name, synchronous)]):.3f}" for name in checkouts)
+              + f" | {raw_cell} |")
     print()
     print(f"1,000 events appended with append_events, median of 10 batches, medians of {args.runs} runs (ms)")
     print("| part | " + " | ".join(checkouts) + " |")
