@@ -115,14 +115,24 @@ class Replay:
             return
         project = self.project(event["project"])
         ts = event["ts"] if event["id"] >= self.exact_from else None
-        old = None if event["old"] is None else json.loads(event["old"])
-        new = None if event["new"] is None else json.loads(event["new"])
+        problem: str | None
         try:
-            problem = handler(project, event, ts, old, new)
-        except (KeyError, TypeError, ValueError, AttributeError, IndexError) as e:
-            problem = f"its value has not the shape a {event['kind']} event has ({type(e).__name__}: {e})"
+            old = None if event["old"] is None else json.loads(event["old"])
+            new = None if event["new"] is None else json.loads(event["new"])
+        except (TypeError, ValueError) as e:
+            problem = f"its value is not JSON ({type(e).__name__}: {e})"
+        else:
+            problem = applied(handler, project, event, ts, old, new)
         if problem:
             self.anomalies.append({"event": event["id"], "kind": event["kind"], "project": event["project"], "problem": problem})
+
+
+def applied(handler: Any, project: "Project", event: dict[str, Any], ts: str | None, old: Any, new: Any) -> str | None:
+    "Apply ``event`` with its ``handler``; the problem if it does not apply, or if its values have not its kind's shape."
+    try:
+        return handler(project, event, ts, old, new)
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as e:
+        return f"its value has not the shape a {event['kind']} event has ({type(e).__name__}: {e})"
 
 
 def exact_times_from(conn: sqlite3.Connection) -> int:
@@ -165,17 +175,40 @@ def replay(conn: sqlite3.Connection, project: str | None = None, upto: int | Non
 
 
 # Handlers: each applies one kind of event to a project and returns a problem, or None.
+# A value of another shape raises (KeyError, TypeError, ...) before the project changes;
+# every text replay keeps (names, types, observations, relation ends) is checked to be one.
+
+
+def text(value: Any, what: str) -> str:
+    "``value``, which must be a string (a forger may have written anything into a value)."
+    if not isinstance(value, str):
+        raise TypeError(f"{what} is {type(value).__name__}, not a string")
+    return value
+
+
+def texts(values: Any, what: str) -> list[str]:
+    "``values``, which must be a list of strings."
+    if not isinstance(values, list):
+        raise TypeError(f"{what} is {type(values).__name__}, not a list")
+    return [text(value, what) for value in values]
+
+
+def relation(value: Any) -> tuple[str, str, str]:
+    "A relation's key, ``(from, to, relationType)``, from its value."
+    return (text(value["from"], "from"), text(value["to"], "to"), text(value["relationType"], "relationType"))
 
 
 def create_entity(p: Project, event: dict, ts: str | None, old: Any, new: Any) -> str | None:
-    if new["name"] in p.entities:
-        return f"entity {new['name']!r} already exists"
-    observations: list[list[Any]] = [Observation(content, ts, (event["id"], i)) for i, content in enumerate(new["observations"])]
-    p.entities[new["name"]] = Entity(new["name"], new["entityType"], ts, observations)
+    name, entity_type, contents = text(new["name"], "name"), text(new["entityType"], "entityType"), texts(new["observations"], "an observation")
+    if name in p.entities:
+        return f"entity {name!r} already exists"
+    observations: list[list[Any]] = [Observation(content, ts, (event["id"], i)) for i, content in enumerate(contents)]
+    p.entities[name] = Entity(name, entity_type, ts, observations)
     return None
 
 
 def add_observation(p: Project, event: dict, ts: str | None, old: Any, new: Any) -> str | None:
+    text(new, "the observation")
     entity = p.entities.get(event["target"])
     if entity is None:
         return f"entity {event['target']!r} does not exist"
@@ -186,6 +219,7 @@ def add_observation(p: Project, event: dict, ts: str | None, old: Any, new: Any)
 
 
 def delete_observation(p: Project, event: dict, ts: str | None, old: Any, new: Any) -> str | None:
+    text(old, "the observation")
     entity = p.entities.get(event["target"])
     if entity is None or old not in entity.contents():
         return f"entity {event['target']!r} has no such observation to delete"
@@ -194,6 +228,8 @@ def delete_observation(p: Project, event: dict, ts: str | None, old: Any, new: A
 
 
 def update_observation(p: Project, event: dict, ts: str | None, old: Any, new: Any) -> str | None:
+    text(old, "the old observation")
+    text(new, "the new observation")
     entity = p.entities.get(event["target"])
     if entity is None or old not in entity.contents():
         return f"entity {event['target']!r} has no such observation to edit"
@@ -211,7 +247,7 @@ def delete_entity(p: Project, event: dict, ts: str | None, old: Any, new: Any) -
 
 
 def create_relation(p: Project, event: dict, ts: str | None, old: Any, new: Any) -> str | None:
-    key = (new["from"], new["to"], new["relationType"])
+    key = relation(new)
     if key in p.relations:
         return "the relation already exists"
     p.relations[key] = ts
@@ -219,21 +255,26 @@ def create_relation(p: Project, event: dict, ts: str | None, old: Any, new: Any)
 
 
 def delete_relation(p: Project, event: dict, ts: str | None, old: Any, new: Any) -> str | None:
-    if p.relations.pop((old["from"], old["to"], old["relationType"]), "absent") == "absent":
+    if p.relations.pop(relation(old), "absent") == "absent":
         return "the relation does not exist"
     return None
 
 
-def repoint(p: Project, touched: list[dict[str, Any]]) -> None:
+def moves_of(touched: Any) -> dict[tuple[str, str, str], tuple[str, str, str] | None]:
+    "A rename's or merge's relation moves: each relation's key, and the key it became (None: dropped)."
+    if not isinstance(touched, list):
+        raise TypeError(f"relations is {type(touched).__name__}, not a list")
+    return {relation(r): None if r["became"] is None else relation(r["became"]) for r in touched}
+
+
+def repoint(p: Project, moves: dict[tuple[str, str, str], tuple[str, str, str] | None]) -> None:
     "Apply a rename's or merge's relation moves, in place and in order."
-    moves = {(r["from"], r["to"], r["relationType"]): r["became"] for r in touched}
     relations: dict[tuple[str, str, str], str | None] = {}
     for key, created_at in p.relations.items():
         if key not in moves:
             relations[key] = created_at
-        elif moves[key] is not None:
-            became = moves[key]
-            relations[(became["from"], became["to"], became["relationType"])] = created_at
+        elif (became := moves[key]) is not None:
+            relations[became] = created_at
     p.relations = relations
 
 
@@ -246,7 +287,7 @@ def add_alias(p: Project, alias: str, entity: str, ts: str | None) -> None:
 
 
 def rename_entity(p: Project, event: dict, ts: str | None, old: Any, new: Any) -> str | None:
-    name, new_name = event["target"], new["name"]
+    name, new_name, moves = event["target"], text(new["name"], "the new name"), moves_of(new["relations"])
     if name not in p.entities or new_name in p.entities:
         return f"entity {name!r} cannot be renamed to {new_name!r}"
     p.entities = {(new_name if key == name else key): entity for key, entity in p.entities.items()}
@@ -256,18 +297,19 @@ def rename_entity(p: Project, event: dict, ts: str | None, old: Any, new: Any) -
         if target[0] == name:
             target[0] = new_name
     add_alias(p, name, new_name, ts)
-    repoint(p, new["relations"])
+    repoint(p, moves)
     return None
 
 
 def merge_entity(p: Project, event: dict, ts: str | None, old: Any, new: Any) -> str | None:
-    name, into = event["target"], new["into"]
+    name, into, contents = event["target"], text(new["into"], "into"), texts(new["observations"], "an observation")
+    moves = moves_of(new["relations"])
     if name not in p.entities or into not in p.entities:
         return f"entity {name!r} cannot be merged into {into!r}"
     survivor = p.entities[into]
-    moved = [content for content in new["observations"] if content not in survivor.contents()]
+    moved = [content for content in contents if content not in survivor.contents()]
     survivor.observations += [Observation(content, ts, (event["id"], i)) for i, content in enumerate(moved)]
-    repoint(p, new["relations"])
+    repoint(p, moves)
     for target in p.aliases.values():
         if target[0] == name:
             target[0] = into
