@@ -5,6 +5,7 @@ import os
 import pathlib
 import subprocess
 import sys
+import threading
 
 import pytest
 from click.testing import CliRunner
@@ -242,3 +243,18 @@ def test_the_resume_context_reports_the_newest_event_deleted_with_its_trigger_dr
     memory.close()
     assert chain["ok"] is False and chain["witness"] == "shorter"
     assert chain["summary"].startswith(f"TAMPERING SUSPECTED: shorter: the ledger ends at event {top - 1}, but the witness saw event {top}")
+
+
+def test_an_acknowledgement_leaves_the_witness_writer_running(tampered, monkeypatch):
+    "The acknowledgement's own commit queues a witness write; the writer thread must not trip over the acknowledged file."
+    crashes: list[threading.ExceptHookArgs] = []
+    monkeypatch.setattr(threading, "excepthook", crashes.append)
+    monkeypatch.setattr(witness, "PAUSE_SECONDS", 0.5)  # the writer's pause after a write, long enough to ack within
+    memory = Memory.open(tampered, project="p", config=LEXICAL)
+    memory.append_event("written after the rewind")
+    assert witness.flush()  # the divergence is written; the writer pauses before its next write
+    memory.acknowledge_divergences(issue_reviewer("alice"), "restored from last night's backup")
+    assert witness.flush()
+    memory.close()
+    assert [f"{c.exc_type.__name__}: {c.exc_value}" for c in crashes] == []
+    assert verify_file(tampered)["ok"] is True

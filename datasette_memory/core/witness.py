@@ -413,8 +413,9 @@ def acknowledge(
         records = [{**d, "acknowledged": marked} if d in acknowledged else d for d in seen["divergences"]]
         save(memory_path, {**seen, "format": FORMAT, "machine": file_machine(conn), **current_heads(conn),
                            "divergences": records}, durable=True)
-    with _changed:  # this process's next commit starts from the witness as acknowledged
+    with _changed:  # this process's next commit starts from the witness as acknowledged, which replaces any write queued
         _projected.pop(str(memory_path), None)
+        _unwritten.discard(str(memory_path))
     return acknowledged
 
 
