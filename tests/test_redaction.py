@@ -156,6 +156,7 @@ def test_a_tampered_redacted_value_is_still_an_edit(tmp_path):
     ("sk-", REASON, "would match too much"),
     ("never stored anywhere", REASON, "stored nowhere in project team"),
     ("payments", REASON, "part of a name"),
+    ("entityType", REASON, "only in their structure"),
     (SECRET, f"it was {SECRET}", "holds the text being redacted"),
     (SECRET, "", "reason"),
     (None, REASON, "give the text to redact"),
@@ -169,6 +170,22 @@ def test_a_redaction_that_cannot_be_done_says_why_and_changes_nothing(tmp_path, 
     assert memory.conn.execute("SELECT count(*), max(hash) FROM events").fetchone() == before
     assert SECRET in redacted_observation(memory)
     memory.close()
+
+
+def test_a_text_that_is_also_a_field_name_is_redacted_from_values_only(tmp_path):
+    "An observation that is exactly a field name of the ledger's values: the observation is redacted, the field names stay."
+    path = tmp_path / "memory.db"
+    memory = Memory.open(path, project="team", config=LEXICAL)
+    memory.create_entities([{"name": "form", "entityType": "page", "observations": ["entityType"]}])
+    memory.create_relations([{"from": "form", "to": "form", "relationType": "links"}])
+    done = memory.redact(issue_reviewer(), "entityType", REASON, "form")
+    assert done["strings"] == 1 and done["replaced"]["observations"] == 1
+    (entity,) = memory.open_nodes(["form"])["entities"]
+    assert entity == {"name": "form", "entityType": "page", "observations": [done["mark"]]}
+    created = json.loads(memory.conn.execute("SELECT new FROM events WHERE kind = 'create_entity'").fetchone()[0])
+    assert created == {"name": "form", "entityType": "page", "observations": [done["mark"]]}
+    memory.close()
+    assert verify_file(path)["ok"]
 
 
 def test_only_a_person_redacts(tmp_path):

@@ -201,15 +201,17 @@ def accepted(conn: sqlite3.Connection) -> frozenset[str]:
 
 
 def strings(value: Any) -> Iterable[str]:
-    "Every string in a decoded JSON value (keys too)."
+    """
+    Every string in a decoded JSON value, never its keys: a value's field names are the
+    ledger's structure (an event's shape, a redaction's digests), which a redaction leaves.
+    """
     if isinstance(value, str):
         yield value
     elif isinstance(value, list):
         for item in value:
             yield from strings(item)
     elif isinstance(value, dict):
-        for key, item in value.items():
-            yield key
+        for item in value.values():
             yield from strings(item)
 
 
@@ -225,7 +227,7 @@ def holds_redaction(text: str, allowed: frozenset[str]) -> bool:
 
 
 def rewritten(value: Any, change: Callable[[str], str | None]) -> tuple[Any, bool]:
-    "``value`` with each string ``change`` maps to another replaced (keys too), and whether any was."
+    "``value`` with each of its :func:`strings` that ``change`` maps to another replaced (keys stay), and whether any was."
     if isinstance(value, str):
         new = change(value)
         return (value, False) if new is None else (new, True)
@@ -233,14 +235,8 @@ def rewritten(value: Any, change: Callable[[str], str | None]) -> tuple[Any, boo
         items = [rewritten(item, change) for item in value]
         return [item for item, _ in items], any(changed for _, changed in items)
     if isinstance(value, dict):
-        changed = False
-        result = {}
-        for key, item in value.items():
-            new_key, key_changed = rewritten(key, change)
-            new_item, item_changed = rewritten(item, change)
-            result[new_key] = new_item
-            changed = changed or key_changed or item_changed
-        return result, changed
+        entries = {key: rewritten(item, change) for key, item in value.items()}
+        return {key: item for key, (item, _) in entries.items()}, any(changed for _, changed in entries.values())
     return value, False
 
 

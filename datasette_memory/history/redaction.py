@@ -22,6 +22,7 @@ import json
 import pathlib
 import sqlite3
 import time
+from collections.abc import Iterator
 from typing import Any
 
 from ..core import redacted, replication_lock
@@ -92,6 +93,16 @@ def as_stored(text: str) -> str:
     return json.dumps(text, ensure_ascii=False)[1:-1]
 
 
+def event_values(conn: sqlite3.Connection, project: str, text: str) -> Iterator[Any]:
+    "The decoded old and new values of ``project``'s events (own and whole foreign ones) whose JSON holds ``text`` anywhere."
+    for table, whole in (("events", ""), ("memory_sync_events", " AND opaque = 0")):
+        for old, new in conn.execute(
+            f"SELECT old, new FROM {table} WHERE project = :p{whole} "
+            "AND (instr(old, :t) OR instr(new, :t))", {"p": project, "t": as_stored(text)}
+        ):
+            yield from (json.loads(value) for value in (old, new) if value is not None)
+
+
 def gather(conn: sqlite3.Connection, project: str, text: str, mark: str) -> dict[str, str]:
     "``{digest: replacement}`` for every string of ``project``'s graph, records and events that holds ``text``."
     found: dict[str, str] = {}
@@ -100,15 +111,9 @@ def gather(conn: sqlite3.Connection, project: str, text: str, mark: str) -> dict
         if text in value:
             found[redacted.text_digest(value)] = value.replace(text, mark)
 
-    for table, whole in (("events", ""), ("memory_sync_events", " AND opaque = 0")):
-        for old, new in conn.execute(
-            f"SELECT old, new FROM {table} WHERE project = :p{whole} "
-            "AND (instr(old, :t) OR instr(new, :t))", {"p": project, "t": as_stored(text)}
-        ):
-            for value in (old, new):
-                if value is not None:
-                    for item in redacted.strings(json.loads(value)):
-                        take(item)
+    for value in event_values(conn, project, text):
+        for item in redacted.strings(value):
+            take(item)
     for (content,) in conn.execute(
         "SELECT o.content FROM observations o JOIN entities e ON e.id = o.entity_id WHERE e.project = ? AND instr(o.content, ?)",
         [project, text],
@@ -128,6 +133,9 @@ def refusal(conn: sqlite3.Connection, project: str, text: str, found: dict[str, 
     if names:
         return (f"the text is part of a name in project {project} ({', '.join(names)}): names key the ledger's "
                 "events and cannot be redacted; rename the entity first, then redact the text from its observations")
+    if not found and any(True for _ in event_values(conn, project, text)):
+        return (f"the text stands in project {project}'s events only in their structure (a field name, or across "
+                "two values), which cannot be redacted")
     if not found:
         return f"the text is stored nowhere in project {project}'s graph or its events"
     return None
