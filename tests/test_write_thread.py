@@ -52,17 +52,25 @@ def test_an_error_is_raised_to_the_caller_and_the_thread_goes_on(error):
         writes.shutdown()
 
 
-def test_a_call_cancelled_before_it_began_is_not_run():
-    writes = WriteThread()
-    started, release, ran = threading.Event(), threading.Event(), []
+async def held(writes: WriteThread) -> tuple["asyncio.Future[None]", threading.Event]:
+    "A first write asked for and running, holding the thread until the event returned is set; its future."
+    started, release = threading.Event(), threading.Event()
 
     def first() -> None:
         started.set()
         release.wait(5)
 
+    blocking = asyncio.ensure_future(writes.run(first))
+    await asyncio.to_thread(started.wait, 5)
+    return blocking, release
+
+
+def test_a_call_cancelled_before_it_began_is_not_run():
+    writes = WriteThread()
+    ran: list[str] = []
+
     async def main() -> None:
-        blocking = asyncio.ensure_future(writes.run(first))
-        await asyncio.to_thread(started.wait, 5)
+        blocking, release = await held(writes)
         waiting = asyncio.ensure_future(writes.run(ran.append, "cancelled"))
         await asyncio.sleep(0)
         waiting.cancel()
@@ -81,16 +89,11 @@ def test_a_call_cancelled_before_it_began_is_not_run():
 
 def test_shutdown_runs_the_calls_asked_for_and_refuses_later_ones():
     writes = WriteThread()
-    started, release, ran = threading.Event(), threading.Event(), []
-
-    def first() -> None:
-        started.set()
-        release.wait(5)
+    ran: list[int] = []
 
     async def main() -> None:
-        asked = [asyncio.ensure_future(writes.run(first))]
-        await asyncio.to_thread(started.wait, 5)
-        asked += [asyncio.ensure_future(writes.run(ran.append, n)) for n in range(5)]
+        blocking, release = await held(writes)
+        asked = [blocking] + [asyncio.ensure_future(writes.run(ran.append, n)) for n in range(5)]
         await asyncio.sleep(0)  # every call asked for
         stopping = asyncio.ensure_future(asyncio.to_thread(writes.shutdown))
         release.set()
