@@ -176,7 +176,7 @@ def event_parts() -> tuple[float, float] | None:
         with database.write_transaction(memory.conn):
             start = time.perf_counter()
             machine, clock, prev_hash = memory.conn.execute(ledger.NEXT_EVENT).fetchone()
-            events = []
+            events: list[dict[str, Any]] = []
             for change in changes:
                 events.append(ledger.new_event(machine, clock + len(events), prev_hash, ledger.Caller(), "default", change))
                 prev_hash = events[-1]["hash"]
@@ -208,6 +208,16 @@ def run(checkout: pathlib.Path, arguments: dict[str, Any]) -> Any:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def table(title: str, first: str, columns: list[str], rows: dict[str, list[str]]) -> None:
+    "Print a markdown table under ``title``: a row per key of ``rows``, its cells under ``columns``."
+    print(title)
+    print(f"| {first} | " + " | ".join(columns) + " |")
+    print("|---|" + "---:|" * len(columns))
+    for name, cells in rows.items():
+        print(f"| {name} | " + " | ".join(cells) + " |")
+    print()
+
+
 def main() -> None:
     if len(sys.argv) > 2 and sys.argv[1] == "--child":
         child(json.loads(sys.argv[2]))
@@ -232,29 +242,20 @@ def main() -> None:
             for synchronous in ("FULL", "NORMAL"):
                 writes.setdefault((name, synchronous), []).append(
                     run(checkout, {"what": "writes", "writes": args.writes, "synchronous": synchronous}))
-    print(f"{args.entities:,} entities of 5 observations in calls of 1,000, in process; medians of {args.runs} runs (s)")
-    print("| stage | " + " | ".join(checkouts) + " | raw SQLite |")
-    print("|---|" + "---:|" * (len(checkouts) + 1))
-    for stage in ("load", *STAGES):
-        raw_cell = f"{statistics.median(raw['load']):.3f}" if stage == "load" else "-"
-        print(f"| {stage} | " + " | ".join(f"{statistics.median(r[stage] for r in loads[name]):.3f}" for name in checkouts)
-              + f" | {raw_cell} |")
-    print()
-    print(f"create_entities of one entity, median of {args.writes} calls, medians of {args.runs} runs (ms)")
-    print("| synchronous | " + " | ".join(checkouts) + " | raw SQLite |")
-    print("|---|" + "---:|" * (len(checkouts) + 1))
-    for synchronous in ("FULL", "NORMAL"):
-        raw_cell = f"{statistics.median(raw['writes']):.3f}" if synchronous == "FULL" else "-"
-        print(f"| {synchronous} | " + " | ".join(f"{statistics.median(writes[(name, synchronous)]):.3f}" for name in checkouts)
-              + f" | {raw_cell} |")
-    print()
-    print(f"1,000 events appended with append_events, median of 10 batches, medians of {args.runs} runs (ms)")
-    print("| part | " + " | ".join(checkouts) + " |")
-    print("|---|" + "---:|" * len(checkouts))
-    for i, part in enumerate(("building the rows (Python)", "inserting them (SQLite)")):
-        cells = ["-" if None in events[name] else f"{statistics.median(e[i] for e in events[name]):.1f}" for name in checkouts]
-        print(f"| {part} | " + " | ".join(cells) + " |")
-    print(f"\nload average {os.getloadavg()[0]:.2f}")
+    median = statistics.median
+    table(f"{args.entities:,} entities of 5 observations in calls of 1,000, in process; medians of {args.runs} runs (s)",
+          "stage", [*checkouts, "raw SQLite"],
+          {stage: [f"{median(r[stage] for r in loads[name]):.3f}" for name in checkouts]
+           + [f"{median(raw['load']):.3f}" if stage == "load" else "-"] for stage in ("load", *STAGES)})
+    table(f"create_entities of one entity, median of {args.writes} calls, medians of {args.runs} runs (ms)",
+          "synchronous", [*checkouts, "raw SQLite"],
+          {synchronous: [f"{median(writes[(name, synchronous)]):.3f}" for name in checkouts]
+           + [f"{median(raw['writes']):.3f}" if synchronous == "FULL" else "-"] for synchronous in ("FULL", "NORMAL")})
+    table(f"1,000 events appended with append_events, median of 10 batches, medians of {args.runs} runs (ms)",
+          "part", list(checkouts),
+          {part: ["-" if None in events[name] else f"{median(e[i] for e in events[name]):.1f}" for name in checkouts]
+           for i, part in enumerate(("building the rows (Python)", "inserting them (SQLite)"))})
+    print(f"load average {os.getloadavg()[0]:.2f}")
 
 
 if __name__ == "__main__":
