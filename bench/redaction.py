@@ -13,7 +13,6 @@ the same file; and the raw bytes of the file checked for the key afterwards.
 """
 
 import argparse
-import asyncio
 import pathlib
 import shutil
 import sqlite3
@@ -25,26 +24,9 @@ sys.path.insert(0, str(pathlib.Path(__file__).parent.parent))
 
 from datasette_memory import Config, Memory, SearchSettings  # noqa: E402
 from datasette_memory.history import redaction  # noqa: E402
+from hooks_speed import reviewer  # noqa: E402  (a person holding memory-approve, issued by the real gate)
 
 KEY = "sk-live-BENCHLEAK-8f3a1c"
-
-
-def reviewer():
-    "A person holding memory-approve, issued by the real gate."
-    from datasette.app import Datasette
-    from datasette.utils.asgi import Request
-
-    from datasette_memory.governed.gate import reviewer_for_request
-    from datasette_memory.governed.person_actions import APPROVE_ACTION
-
-    async def issue():
-        datasette = Datasette(config={"permissions": {APPROVE_ACTION: {"id": ["alice"]}}})
-        await datasette.invoke_startup()
-        request = Request.fake("/-/memory/redact", method="POST")
-        request.scope["actor"] = {"id": "alice"}
-        return await reviewer_for_request(datasette, request)
-
-    return asyncio.run(issue())
 
 
 def build(path: pathlib.Path, entities: int, leaks: int) -> Memory:
