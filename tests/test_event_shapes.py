@@ -71,7 +71,7 @@ def test_no_reshaped_event_value_crashes_replay_or_the_comparison(rich_template)
             compare.anomalies(state.anomalies) + compare.differences(state, found, ids)
         except Exception as e:  # noqa: BLE001 - every crash is collected and reported at the end
             crashed.append((id, kind, column, text, f"{type(e).__name__}: {e}"))
-        shapes += any(a["event"] == id and "shape" in a["problem"] or "not JSON" in a["problem"] for a in state.anomalies)
+        shapes += any(a["event"] == id and ("shape" in a["problem"] or "not JSON" in a["problem"]) for a in state.anomalies)
     assert crashed == []
     assert shapes > 500  # the rewrites replay reads are named as their event's shape
 

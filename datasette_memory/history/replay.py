@@ -127,7 +127,7 @@ class Replay:
             self.anomalies.append({"event": event["id"], "kind": event["kind"], "project": event["project"], "problem": problem})
 
 
-def applied(handler: Any, project: "Project", event: dict[str, Any], ts: str | None, old: Any, new: Any) -> str | None:
+def applied(handler: Any, project: Project, event: dict[str, Any], ts: str | None, old: Any, new: Any) -> str | None:
     "Apply ``event`` with its ``handler``; the problem if it does not apply, or if its values have not its kind's shape."
     try:
         return handler(project, event, ts, old, new)
