@@ -144,4 +144,8 @@ def test_in_a_browser_a_person_redacts_a_leaked_key_from_the_entity_page(leaked,
         page.get_by_role("link", name="redact…").first.click()
         expect(page.get_by_role("heading", name="Redact a text")).to_be_visible()
         expect(page.get_by_text("ledger event #")).to_be_visible()
+        # the event's texts, never its field names (the ledger's structure, which a redaction leaves)
+        offered = page.locator(".memory-texts li").all_inner_texts()
+        assert offered and not {"name", "entityType", "observations"} & set(offered), offered
+        screenshot(page, "redact-from-event")
     assert holds_secret(leaked) == [] and verify_file(leaked)["ok"]
