@@ -6,11 +6,12 @@ from typing import Any
 
 import pytest
 
+from datasette_memory import Memory
 from datasette_memory.history import compare
 from datasette_memory.history.replay import Replay, events, exact_times_from
 
 from .governance import issue_reviewer
-from .tampering import raw, rehash_from
+from .tampering import LEXICAL, raw, rehash_from
 from .test_verify import build_rich, copy_memory, run_cli
 
 OTHER_SHAPES: tuple[Any, ...] = ([], {}, 7, 2.5, True, None, "text", [["nested"]], {"x": {"y": []}})
@@ -89,12 +90,19 @@ def test_no_reshaped_event_value_crashes_replay_or_the_comparison(rich_template)
     ],
 )
 def test_a_consistent_rewrite_into_another_shape_is_reported_by_verify(rich_template, tmp_path, kind, column, value, problem):
-    "The chain rehashed after the rewrite, as a careful forger would: verify names the event and what is wrong with it."
+    """
+    The chain rehashed after the rewrite, as a careful forger would, then ordinary writes: verify
+    still names the event and what is wrong with it.
+    """
     path = copy_memory(rich_template, tmp_path / "memory.db")
     conn = raw(path)
     id = conn.execute("SELECT min(id) FROM events WHERE kind = ?", [kind]).fetchone()[0]
     rehash_from(conn, id, **{column: value if isinstance(value, str) and kind == "update_observation" else json.dumps(value)})
     conn.close()
+    memory = Memory.open(path, project="p", actor="claude", config=LEXICAL)  # ordinary writes after it
+    memory.create_entities([{"name": "later", "entityType": "service", "observations": ["written after the rewrite"]}])
+    memory.add_observations([{"entityName": "later", "contents": ["and another"]}])
+    memory.close()
     result = run_cli("--db", str(path))
     assert result.exit_code == 1, result.output
     assert result.output.startswith(f"{path}: PROBLEMS FOUND (full check, ")
